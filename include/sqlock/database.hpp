@@ -1,0 +1,103 @@
+// database.hpp: a connection pool to one lock database.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sqlock {
+
+namespace detail {
+class database_impl;
+}
+
+/// Which kind of server a database handle talks to.
+enum class backend_kind { postgresql, mysql, sqlite };
+
+/// "postgresql", "mysql" or "sqlite".
+std::string_view to_string(backend_kind kind) noexcept;
+
+/// Settings for sqlock::connect. Every field has a safe default.
+struct connect_options {
+    /// Prefix of every table sqlock creates ("sqlock_" gives "sqlock_locks").
+    /// Must match [A-Za-z_][A-Za-z0-9_]{0,31}; it is quoted as an identifier in SQL.
+    std::string table_prefix = "sqlock_";
+    /// Upper bound on establishing one connection (TCP connect + authentication).
+    std::chrono::milliseconds connect_timeout = std::chrono::seconds(5);
+    /// Upper bound on waiting for one reply from the server (0 = none). A hung server makes
+    /// operations fail with errc::timeout / errc::connection instead of hanging.
+    std::chrono::milliseconds io_timeout = std::chrono::seconds(30);
+    /// Most connections kept open at once; further users wait for one (bounded by connect_timeout).
+    std::size_t pool_size = 8;
+};
+
+/// One row of the lock table, as reported by the database. Times are the database's clock.
+struct lock_info {
+    std::string name;
+    std::string owner;    ///< full owner id: host:pid:nonce/handle
+    std::string host;     ///< holder's host name
+    std::int64_t pid = 0; ///< holder's process id
+    std::string strategy; ///< "unique_key", ...
+    std::int64_t token = 0;
+    std::int64_t hold_count = 0;
+    std::string acquired_at; ///< UTC, "YYYY-MM-DD HH:MM:SS.ffffff"
+    std::string expires_at;  ///< UTC, same format
+    /// expires_at minus the database's current time; negative once expired.
+    std::chrono::milliseconds expires_in{0};
+    bool expired() const noexcept { return expires_in.count() <= 0; }
+};
+
+/// A handle to one lock database: a small pool of connections plus the SQL for its backend.
+///
+/// Cheap to copy (copies share the pool). Thread-safe: any number of threads may use one
+/// database and the mutexes made from it.
+class database {
+public:
+    backend_kind backend() const noexcept;
+    /// The URL it was opened with, password replaced by "***".
+    const std::string& url() const noexcept;
+    /// The configured table prefix.
+    const std::string& table_prefix() const noexcept;
+
+    /// Creates or upgrades the lock tables. Idempotent; several processes may run it at once
+    /// (they serialise on a database-side lock). Throws sqlock::error.
+    void migrate();
+    /// The DDL migrate() would apply from scratch, for a DBA's own migration tool.
+    std::string migration_script() const;
+    /// Schema version currently applied (0 when none) and the version this library expects.
+    int schema_version();
+    static int expected_schema_version(backend_kind kind);
+
+    /// All rows in the lock table, ordered by name.
+    std::vector<lock_info> list();
+    /// Deletes expired rows (by the database clock) in batches of `batch` rows; returns how
+    /// many were deleted.
+    std::size_t reap(std::size_t batch = 1000);
+
+    /// Implementation access for sqlock's own components.
+    const std::shared_ptr<detail::database_impl>& impl() const noexcept { return m_impl; }
+    explicit database(std::shared_ptr<detail::database_impl> impl);
+
+private:
+    std::shared_ptr<detail::database_impl> m_impl;
+};
+
+/// Opens a lock database. Accepted URLs:
+///   postgresql://user:password@host:port/dbname   (also postgres://)
+///   mysql://user:password@host:port/dbname        (also mariadb://)
+///   sqlite:///absolute/path.db   sqlite:relative/path.db
+/// User and password may be percent-encoded. The first connection is made at once, so a wrong
+/// password or an unreachable server is reported here (errc::connection, within
+/// options.connect_timeout); malformed URLs and unknown schemes give errc::invalid_argument.
+database connect(std::string_view url, const connect_options& options = {});
+
+/// The DDL that migrate() would apply from scratch for `url`'s backend and options, built
+/// without contacting any database (for `sqlock migrate --print`). Throws
+/// errc::invalid_argument for a malformed URL or table prefix.
+std::string migration_script_for(std::string_view url, const connect_options& options = {});
+
+} // namespace sqlock

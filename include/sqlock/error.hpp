@@ -1,0 +1,55 @@
+// sqlock — distributed locks in the SQL database you already have.
+// error.hpp: the one exception type sqlock throws, and its categories.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace sqlock {
+
+/// What went wrong, coarse enough that a caller can act on it.
+enum class errc {
+    invalid_argument, ///< bad input from the caller: lock name, TTL, URL, table prefix...
+    connection,       ///< could not reach or stay connected to the database (incl. wrong password)
+    timeout,          ///< a deadline passed (server-side lock wait, statement or connect timeout)
+    conflict,         ///< deadlock or serialization failure reported by the database; retry
+    lock_lost,        ///< the lock is no longer held by this owner (expired and taken over...)
+    schema_missing,   ///< lock tables are missing: run "sqlock migrate"
+    schema_mismatch,  ///< lock tables exist but at a version this library does not understand
+    unsupported,      ///< the backend or strategy cannot do what was asked
+    backend,          ///< any other database error; see native_code() / sqlstate()
+};
+
+/// A short stable name for `code` ("connection", "lock_lost", ...).
+std::string_view to_string(errc code) noexcept;
+
+/// Every failure sqlock reports is a sqlock::error.
+///
+/// The message names the lock or database involved and, where there is one, what to do next.
+/// Connection URLs in messages never contain passwords.
+class error : public std::runtime_error {
+public:
+    error(errc code, const std::string& message, std::string backend = {}, int native_code = 0,
+          std::string sqlstate = {});
+
+    /// The category.
+    errc code() const noexcept { return m_code; }
+    /// "postgresql", "mysql", "sqlite", or empty when no database was involved.
+    const std::string& backend() const noexcept { return m_backend; }
+    /// MySQL errno or SQLite extended result code; 0 when there is none.
+    int native_code() const noexcept { return m_native_code; }
+    /// Five-character SQLSTATE when the backend reported one, else empty.
+    const std::string& sqlstate() const noexcept { return m_sqlstate; }
+    /// True when trying the same operation again later may succeed (connection trouble,
+    /// lock/serialization conflicts, timeouts).
+    bool retryable() const noexcept;
+
+private:
+    errc m_code;
+    std::string m_backend;
+    int m_native_code;
+    std::string m_sqlstate;
+};
+
+} // namespace sqlock

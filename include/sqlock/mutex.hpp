@@ -1,0 +1,125 @@
+// mutex.hpp: sqlock::mutex, a TimedLockable lock that lives in a database.
+#pragma once
+
+#include "sqlock/database.hpp"
+#include "sqlock/error.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sqlock {
+
+namespace detail {
+class mutex_impl;
+}
+
+/// How a lock is represented in the database (see README "Strategies").
+enum class strategy {
+    unique_key,         ///< a lease row under a primary key; expires after ttl
+    select_for_update,  ///< a row lock held by an open transaction (not yet available)
+    optimistic_version, ///< compare-and-set on a version column (not yet available)
+};
+
+/// "unique_key", "select_for_update" or "optimistic_version".
+std::string_view to_string(strategy s) noexcept;
+/// Parses the names above; throws errc::invalid_argument for anything else.
+strategy parse_strategy(std::string_view text);
+
+/// Longest lock name accepted, in bytes. Names are compared byte for byte on every backend.
+inline constexpr std::size_t max_name_length = 255;
+
+/// Per-mutex settings.
+struct mutex_options {
+    sqlock::strategy strategy = sqlock::strategy::unique_key;
+    /// Lease length, measured on the database clock. Must be positive and at most 30 days.
+    /// A holder that neither releases nor renews within ttl loses the lock.
+    std::chrono::milliseconds ttl = std::chrono::seconds(30);
+    /// Polling backoff while waiting: each retry sleeps a random time in [d, 2d), with d
+    /// starting at retry_min and doubling up to retry_max. Never sleeps past the deadline.
+    std::chrono::milliseconds retry_min = std::chrono::milliseconds(2);
+    std::chrono::milliseconds retry_max = std::chrono::milliseconds(200);
+};
+
+/// A distributed lock named `name` in database `db`.
+///
+/// Meets the standard TimedLockable requirements: std::unique_lock, std::scoped_lock and
+/// std::lock_guard work with it. Mutual exclusion holds between all threads and processes on
+/// all hosts that share the database.
+///
+/// Ownership: the owner of a grant is this mutex object on the thread that locked it. That
+/// thread may lock again (re-entrant): the hold count in the lock row goes up, and the same
+/// number of unlock() calls releases it. Another thread locking the same mutex object waits
+/// like any other contender.
+///
+/// Every grant carries a fencing token(), strictly greater than every earlier grant's token for
+/// the same name (also after the row was released, reaped or the server restarted). Pass it to
+/// whatever the lock protects and have that refuse lower tokens.
+///
+/// State table (per owner thread):
+///   unlocked --lock()/try_lock() success--> held(1) --lock()--> held(n+1)
+///   held(n+1) --unlock()--> held(n);  held(1) --unlock()--> unlocked
+///   held --lease expired and taken over--> lost: owns_lock() may still say true until the
+///   next database operation on it reports the loss; unlock() then returns quietly.
+///
+/// Thread safety: all members may be called from any thread. Destroying a held mutex
+/// releases it (without throwing).
+class mutex {
+public:
+    /// Validates name and options (errc::invalid_argument) and the strategy against the
+    /// backend (errc::unsupported). Does not contact the database.
+    mutex(database db, std::string name, mutex_options options = {});
+    ~mutex();
+    mutex(const mutex&) = delete;
+    mutex& operator=(const mutex&) = delete;
+
+    /// Blocks until the lock is granted. Throws sqlock::error on a non-retryable failure
+    /// (lock table missing, a re-entrant lock of a lease that was lost...); connection
+    /// trouble while waiting is retried.
+    void lock();
+    /// One attempt; true when granted (or re-entered). Throws like lock().
+    bool try_lock();
+    /// Retries until granted or `rel` has elapsed (steady clock). Returns false on timeout.
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period>& rel) {
+        return try_lock_until_steady(std::chrono::steady_clock::now() +
+                                     std::chrono::ceil<std::chrono::steady_clock::duration>(rel));
+    }
+    /// As try_lock_for, with an absolute deadline on any clock.
+    template <class Clock, class Duration>
+    bool try_lock_until(const std::chrono::time_point<Clock, Duration>& abs) {
+        if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
+            return try_lock_until_steady(
+                std::chrono::time_point_cast<std::chrono::steady_clock::duration>(abs));
+        } else {
+            return try_lock_for(abs - Clock::now());
+        }
+    }
+    /// Releases one hold. Never throws: when the release cannot be confirmed (the lock was
+    /// lost, or the database is unreachable) the outcome is recorded in last_error() and the
+    /// lease simply expires at its TTL.
+    void unlock() noexcept;
+
+    /// True while the calling thread holds this mutex, as far as sqlock knows locally.
+    bool owns_lock() const noexcept;
+    /// Fencing token of the current grant; throws errc::lock_lost when the calling thread
+    /// does not hold the lock.
+    std::int64_t token() const;
+    /// Current re-entrant hold count of the calling thread (0 when not held).
+    std::int64_t hold_count() const noexcept;
+    /// The lock name.
+    const std::string& name() const noexcept;
+    /// The full owner id this mutex writes into the lock row for the calling thread.
+    std::string owner_id() const;
+    /// Message of the last failure unlock() swallowed ("" when none).
+    std::string last_error() const;
+
+    /// Core of the timed operations: retries until `deadline` on the steady clock.
+    bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline);
+
+private:
+    std::unique_ptr<detail::mutex_impl> m_impl;
+};
+
+} // namespace sqlock

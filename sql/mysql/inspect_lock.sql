@@ -1,0 +1,3 @@
+SELECT owner, token, hold_count,
+       FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000)
+FROM {locks} WHERE name = $1

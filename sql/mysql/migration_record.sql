@@ -1,0 +1,1 @@
+INSERT INTO {migrations} (version, name) VALUES ($1, $2)

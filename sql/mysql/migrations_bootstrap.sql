@@ -1,0 +1,5 @@
+CREATE TABLE IF NOT EXISTS {migrations} (
+    version    INT NOT NULL PRIMARY KEY,
+    name       VARCHAR(255) NOT NULL,
+    applied_at DATETIME(6) NOT NULL DEFAULT UTC_TIMESTAMP(6)
+) ENGINE = InnoDB

@@ -1,0 +1,3 @@
+SELECT owner, token, hold_count,
+       CAST(floor(EXTRACT(EPOCH FROM (expires_at - statement_timestamp())) * 1000) AS bigint)
+FROM {locks} WHERE name = $1::text

@@ -1,0 +1,1 @@
+SELECT version FROM {migrations} ORDER BY version

@@ -1,0 +1,334 @@
+// MySQL/MariaDB backend over Connector/C++ 1.1: one connection per session, server-side
+// prepared statements cached per statement id, strict SQL mode, UTC session time zone.
+#include "backends/backend.hpp"
+#include "core/sql_text.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cppconn/connection.h>
+#include <cppconn/exception.h>
+#include <cppconn/metadata.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <cppconn/resultset_metadata.h>
+#include <cppconn/statement.h>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mysql_connection.h>
+#include <mysql_driver.h>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace sqlock::detail {
+
+std::string quote_mysql_identifier(std::string_view identifier) {
+    std::string out;
+    out.reserve(identifier.size() + 2);
+    out += '`';
+    for (const char c : identifier) {
+        if (c == '`') out += '`';
+        out += c;
+    }
+    out += '`';
+    return out;
+}
+
+namespace {
+
+constexpr const char* backend_name = "mysql";
+
+// A fixed mode instead of adding to the server's: a server configured with ANSI_QUOTES,
+// PIPES_AS_CONCAT or ORACLE would parse our SQL differently. STRICT_ALL_TABLES makes an
+// over-long name an error instead of a silent truncation into another lock's name.
+constexpr const char* session_setup =
+    "SET SESSION sql_mode = 'STRICT_ALL_TABLES,STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,"
+    "NO_ENGINE_SUBSTITUTION', time_zone = '+00:00', autocommit = 1";
+
+/// Whole seconds, rounded up (Connector/C++ timeouts are in seconds).
+int ceil_seconds(std::chrono::milliseconds timeout) {
+    const std::int64_t seconds = (std::max<std::int64_t>(timeout.count(), 0) + 999) / 1000;
+    return static_cast<int>(std::min<std::int64_t>(seconds, std::numeric_limits<int>::max()));
+}
+
+/// "tcp://host:port". Stays TCP for any host but "localhost", which libmariadb maps to the
+/// Unix socket: that is the user's explicit choice.
+std::string host_uri(const connection_config& config) {
+    std::string host = config.host.empty() ? std::string("127.0.0.1") : config.host;
+    if (host.find(':') != std::string::npos && host.front() != '[') host = '[' + host + ']';
+    return "tcp://" + host + ":" + std::to_string(config.port > 0 ? config.port : 3306);
+}
+
+/// True when `version` (VERSION() or the server greeting) is MariaDB 10.5 or later.
+bool supported_version(std::string_view version) {
+    if (version.find("MariaDB") == std::string_view::npos) return false;
+    int major = 0;
+    int minor = 0;
+    std::size_t i = 0;
+    for (; i < version.size() && version[i] >= '0' && version[i] <= '9'; ++i)
+        major = std::min(major * 10 + (version[i] - '0'), 10000);
+    if (i >= version.size() || version[i] != '.') return false;
+    for (++i; i < version.size() && version[i] >= '0' && version[i] <= '9'; ++i)
+        minor = std::min(minor * 10 + (version[i] - '0'), 10000);
+    return major > 10 || (major == 10 && minor >= 5);
+}
+
+bool is_word_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '$' || static_cast<unsigned char>(c) >= 0x80;
+}
+
+/// True when `sql` has a RETURNING clause (outside quotes and comments). MariaDB's prepare
+/// reply announces no result columns for INSERT/DELETE ... RETURNING, so the column count
+/// alone cannot tell whether a statement returns rows.
+bool has_returning_clause(std::string_view sql) {
+    constexpr std::string_view keyword = "returning";
+    std::size_t i = 0;
+    while (i < sql.size()) {
+        const char c = sql[i];
+        const char next = i + 1 < sql.size() ? sql[i + 1] : '\0';
+        if (c == '\'' || c == '"' || c == '`') {
+            for (++i; i < sql.size(); ++i) {
+                if (sql[i] == '\\' && c != '`') {
+                    ++i;
+                } else if (sql[i] == c) {
+                    if (i + 1 < sql.size() && sql[i + 1] == c) {
+                        ++i;
+                    } else {
+                        break;
+                    }
+                }
+            }
+            ++i;
+        } else if ((c == '-' && next == '-') || c == '#') {
+            i = std::min(sql.find('\n', i), sql.size());
+        } else if (c == '/' && next == '*') {
+            const auto end = sql.find("*/", i + 2);
+            i = end == std::string_view::npos ? sql.size() : end + 2;
+        } else if (is_word_char(c)) {
+            std::size_t j = i;
+            while (j < sql.size() && is_word_char(sql[j])) ++j;
+            if (j - i == keyword.size() &&
+                std::equal(keyword.begin(), keyword.end(), sql.begin() + static_cast<long>(i),
+                           [](char k, char s) { return k == (s | 0x20); }))
+                return true;
+            i = j;
+        } else {
+            ++i;
+        }
+    }
+    return false;
+}
+
+sql::mysql::MySQL_Driver* driver() {
+    // get_mysql_driver_instance() fills an unlocked global map on first use: call it once,
+    // under the thread-safe static initialisation. Library-owned, never deleted.
+    static sql::mysql::MySQL_Driver* const instance = sql::mysql::get_mysql_driver_instance();
+    return instance;
+}
+
+class mysql_session final : public session {
+public:
+    mysql_session(const connection_config& config, const sql_catalog& catalog)
+        : m_config(config), m_catalog(catalog) {
+        sql::ConnectOptionsMap options;
+        options["hostName"] = sql::SQLString(host_uri(config));
+        options["userName"] = sql::SQLString(config.user);
+        options["password"] = sql::SQLString(config.password);
+        if (!config.database.empty()) options["schema"] = sql::SQLString(config.database);
+        // Lock names and owners are VARBINARY; utf8mb4 only shapes host/strategy and messages.
+        options["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
+        // The connect timeout also bounds the wait for the server's greeting.
+        options["OPT_CONNECT_TIMEOUT"] = std::max(ceil_seconds(config.connect_timeout), 1);
+        if (const int io = ceil_seconds(config.io_timeout); io > 0) {
+            options["OPT_READ_TIMEOUT"] = io;
+            options["OPT_WRITE_TIMEOUT"] = io;
+        }
+        // A silent reconnect would drop session state (transaction, GET_LOCK, prepared
+        // statements) behind our back: a broken connection must surface as errc::connection.
+        options["OPT_RECONNECT"] = false;
+        try {
+            m_conn.reset(driver()->connect(options));
+            check_server_version();
+            m_plain.reset(m_conn->createStatement());
+            m_plain->execute(session_setup);
+        } catch (const sql::SQLException& e) {
+            fail(e, "connect");
+        }
+    }
+
+    result execute(statement id, std::span<const param> params) override {
+        check_usable();
+        try {
+            auto& p = prepared(id);
+            for (std::size_t i = 0; i < p.order.size(); ++i) {
+                const auto index = static_cast<unsigned int>(i + 1);
+                const auto number = static_cast<std::size_t>(p.order[i]);
+                if (number >= params.size())
+                    throw std::logic_error("statement " + std::string(name_of(id)) + " uses $" +
+                                           std::to_string(number + 1) + " but got " +
+                                           std::to_string(params.size()) + " parameters");
+                const param& value = params[number];
+                if (const auto* n = std::get_if<std::int64_t>(&value)) {
+                    p.stmt->setInt64(index, *n);
+                } else if (const auto* s = std::get_if<std::string_view>(&value)) {
+                    p.stmt->setString(index, sql::SQLString(std::string(*s)));
+                } else {
+                    p.stmt->setNull(index, sql::DataType::VARCHAR);
+                }
+            }
+            // PreparedStatement::getUpdateCount() is not implemented in 1.1 (it throws), and
+            // executeUpdate() on a statement with rows leaves them unread ("Commands out of
+            // sync"): so whether rows come back is decided once, at prepare time.
+            result out;
+            if (p.returns_rows) {
+                read_rows(std::unique_ptr<sql::ResultSet>(p.stmt->executeQuery()), out);
+            } else {
+                out.affected_rows = static_cast<std::uint64_t>(p.stmt->executeUpdate());
+            }
+            return out;
+        } catch (const sql::SQLException& e) {
+            fail(e, name_of(id));
+        }
+    }
+
+    void execute_script(std::string_view sql) override {
+        check_usable();
+        for (const auto& text : split_script(sql)) run_plain(text, "script");
+    }
+
+    void begin() override { run_plain("START TRANSACTION", "begin"); }
+    void commit() override { run_plain("COMMIT", "commit"); }
+    void rollback() noexcept override {
+        if (!m_usable) return;
+        try {
+            run_plain("ROLLBACK", "rollback");
+        } catch (...) {
+            // The transaction may still be open (and holding row locks): never reuse this
+            // connection.
+            m_usable = false;
+        }
+    }
+
+    bool usable() const noexcept override { return m_usable; }
+
+private:
+    struct prepared_statement {
+        std::unique_ptr<sql::PreparedStatement> stmt;
+        std::vector<int> order; ///< parameter index bound to each "?"
+        bool returns_rows = false;
+    };
+
+    void check_server_version() {
+        // The version from the server greeting costs no round trip; a proxy may announce its
+        // own version there, so anything that does not pass is confirmed with the server.
+        std::string version = m_conn->getMetaData()->getDatabaseProductVersion().asStdString();
+        if (supported_version(version)) return;
+        std::unique_ptr<sql::Statement> stmt(m_conn->createStatement());
+        std::unique_ptr<sql::ResultSet> rs(stmt->executeQuery("SELECT VERSION()"));
+        version = rs->next() ? rs->getString(1).asStdString() : std::string();
+        if (!supported_version(version))
+            throw error(errc::unsupported,
+                        "sqlock needs MariaDB 10.5 or later (server is " + version + " at " +
+                            m_config.redacted_url + ")",
+                        backend_name);
+    }
+
+    prepared_statement& prepared(statement id) {
+        auto& slot = m_prepared[static_cast<std::size_t>(id)];
+        if (!slot.stmt) {
+            auto rewritten = rewrite_placeholders(m_catalog[id], placeholder_style::question);
+            slot.stmt.reset(m_conn->prepareStatement(rewritten.text));
+            slot.order = std::move(rewritten.order);
+            slot.returns_rows = slot.stmt->getMetaData()->getColumnCount() > 0 ||
+                                has_returning_clause(rewritten.text);
+        }
+        return slot;
+    }
+
+    static void read_rows(std::unique_ptr<sql::ResultSet> rs, result& out) {
+        const auto columns = rs->getMetaData()->getColumnCount();
+        while (rs->next()) {
+            row r;
+            r.reserve(columns);
+            for (unsigned int c = 1; c <= columns; ++c) {
+                if (rs->isNull(c)) {
+                    r.emplace_back(std::nullopt);
+                } else {
+                    r.emplace_back(rs->getString(c).asStdString());
+                }
+            }
+            out.rows.push_back(std::move(r));
+        }
+    }
+
+    void run_plain(const std::string& sql, std::string_view what) {
+        check_usable();
+        try {
+            if (!m_plain) m_plain.reset(m_conn->createStatement());
+            // Drain every result: an unread one makes the next command fail "out of sync".
+            bool has_result = m_plain->execute(sql);
+            for (;;) {
+                if (has_result) std::unique_ptr<sql::ResultSet> discard(m_plain->getResultSet());
+                if (!m_plain->getMoreResults()) break;
+                has_result = true;
+            }
+        } catch (const sql::SQLException& e) {
+            fail(e, what);
+        }
+    }
+
+    void check_usable() const {
+        if (!m_usable)
+            throw error(errc::connection,
+                        "mysql: the connection to " + m_config.redacted_url + " was lost",
+                        backend_name);
+    }
+
+    /// Asks the driver whether the connection is gone (Connector/C++ pings to find out).
+    bool connection_closed() noexcept {
+        if (!m_conn) return true;
+        try {
+            return m_conn->isClosed();
+        } catch (...) {
+            return true;
+        }
+    }
+
+    [[noreturn]] void fail(const sql::SQLException& e, std::string_view what) {
+        const int code = e.getErrorCode();
+        errc category = classify_mysql_errno(code);
+        // Client-side errors (2xxx) or driver errors without a code may hide a dead
+        // connection; server errors prove it alive, so only those cost a ping.
+        if (category != errc::connection && (code == 0 || (code >= 2000 && code < 3000)) &&
+            connection_closed())
+            category = errc::connection;
+        if (category == errc::connection) m_usable = false;
+        std::string message = "mysql: ";
+        if (what == "connect") message += "cannot connect to " + m_config.redacted_url + ": ";
+        message += e.what();
+        message += " (error " + std::to_string(code);
+        if (what != "connect") message += ", " + std::string(what) + ", " + m_config.redacted_url;
+        message += ")";
+        throw error(category, message, backend_name, code, e.getSQLState());
+    }
+
+    connection_config m_config;
+    const sql_catalog& m_catalog;
+    // Declared before the statements: they must be closed before the connection.
+    std::unique_ptr<sql::Connection> m_conn;
+    std::unique_ptr<sql::Statement> m_plain;
+    std::array<prepared_statement, statement_count> m_prepared;
+    bool m_usable = true;
+};
+
+} // namespace
+
+std::unique_ptr<session> open_mysql_session(const connection_config& config,
+                                            const sql_catalog& catalog) {
+    return std::make_unique<mysql_session>(config, catalog);
+}
+
+} // namespace sqlock::detail

@@ -1,0 +1,159 @@
+// SQLite backend: one sqlite3 connection per session, WAL, busy timeout, cached statements.
+#include "backends/backend.hpp"
+#include "core/sql_text.hpp"
+
+#include <array>
+#include <limits>
+#include <memory>
+#include <sqlite3.h>
+
+namespace sqlock::detail {
+
+namespace {
+
+struct db_closer {
+    void operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
+};
+struct stmt_finalizer {
+    void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
+};
+
+class sqlite_session final : public session {
+public:
+    sqlite_session(const connection_config& config, const sql_catalog& catalog)
+        : m_config(config), m_catalog(catalog) {
+        sqlite3* raw = nullptr;
+        const int rc = sqlite3_open_v2(config.path.c_str(), &raw,
+                                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                           SQLITE_OPEN_NOMUTEX,
+                                       nullptr);
+        m_db.reset(raw);
+        if (rc != SQLITE_OK) {
+            const std::string why = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+            throw error(errc::connection,
+                        "sqlite: cannot open " + config.redacted_url + ": " + why, "sqlite", rc);
+        }
+        sqlite3_extended_result_codes(m_db.get(), 1);
+        // Writers wait for each other up to the connect timeout instead of failing at once.
+        const auto busy_ms = std::min<long long>(config.connect_timeout.count(),
+                                                 std::numeric_limits<int>::max());
+        sqlite3_busy_timeout(m_db.get(), static_cast<int>(busy_ms));
+        // WAL lets readers run beside the one writer; synchronous=FULL makes every grant
+        // durable, so a power loss cannot roll the token counter back.
+        exec_plain("PRAGMA journal_mode = WAL");
+        exec_plain("PRAGMA synchronous = FULL");
+    }
+
+    result execute(statement id, std::span<const param> params) override {
+        sqlite3_stmt* stmt = prepared(id);
+        sqlite3_reset(stmt);
+        sqlite3_clear_bindings(stmt);
+        for (std::size_t i = 0; i < params.size(); ++i) {
+            const int index = static_cast<int>(i + 1);
+            int rc = SQLITE_OK;
+            if (const auto* v = std::get_if<std::int64_t>(&params[i])) {
+                rc = sqlite3_bind_int64(stmt, index, *v);
+            } else if (const auto* s = std::get_if<std::string_view>(&params[i])) {
+                rc = sqlite3_bind_text64(stmt, index, s->data(), s->size(), SQLITE_TRANSIENT,
+                                         SQLITE_UTF8);
+            } else {
+                rc = sqlite3_bind_null(stmt, index);
+            }
+            if (rc != SQLITE_OK) fail(rc, name_of(id));
+        }
+        result out;
+        for (;;) {
+            const int rc = sqlite3_step(stmt);
+            if (rc == SQLITE_ROW) {
+                row r;
+                const int columns = sqlite3_column_count(stmt);
+                r.reserve(static_cast<std::size_t>(columns));
+                for (int c = 0; c < columns; ++c) {
+                    if (sqlite3_column_type(stmt, c) == SQLITE_NULL) {
+                        r.emplace_back(std::nullopt);
+                    } else {
+                        const auto* text =
+                            reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
+                        const auto size = static_cast<std::size_t>(sqlite3_column_bytes(stmt, c));
+                        r.emplace_back(std::string(text, size));
+                    }
+                }
+                out.rows.push_back(std::move(r));
+                continue;
+            }
+            if (rc == SQLITE_DONE) break;
+            sqlite3_reset(stmt);
+            fail(rc, name_of(id));
+        }
+        out.affected_rows = static_cast<std::uint64_t>(sqlite3_changes64(m_db.get()));
+        sqlite3_reset(stmt); // end the implicit transaction and release locks now
+        return out;
+    }
+
+    void execute_script(std::string_view sql) override { exec_plain(std::string(sql)); }
+    // IMMEDIATE takes the write lock up front: a deferred transaction that later upgrades to a
+    // write can fail with SQLITE_BUSY at once, ignoring the busy timeout.
+    void begin() override { exec_plain("BEGIN IMMEDIATE"); }
+    void commit() override { exec_plain("COMMIT"); }
+    void rollback() noexcept override {
+        if (sqlite3_get_autocommit(m_db.get()) == 0)
+            sqlite3_exec(m_db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+    bool usable() const noexcept override { return m_usable; }
+
+private:
+    sqlite3_stmt* prepared(statement id) {
+        auto& slot = m_statements[static_cast<std::size_t>(id)];
+        if (!slot) {
+            const auto sql =
+                rewrite_placeholders(m_catalog[id], placeholder_style::question_numbered).text;
+            sqlite3_stmt* raw = nullptr;
+            const int rc = sqlite3_prepare_v3(m_db.get(), sql.c_str(), static_cast<int>(sql.size()),
+                                              SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+            if (rc != SQLITE_OK) fail(rc, name_of(id));
+            slot.reset(raw);
+        }
+        return slot.get();
+    }
+
+    void exec_plain(const std::string& sql) {
+        char* message = nullptr;
+        const int rc = sqlite3_exec(m_db.get(), sql.c_str(), nullptr, nullptr, &message);
+        if (rc != SQLITE_OK) {
+            const std::string why = message ? message : sqlite3_errstr(rc);
+            sqlite3_free(message);
+            fail(rc, "script", why);
+        }
+    }
+
+    [[noreturn]] void fail(int rc, std::string_view what, std::string why = {}) {
+        const int code = sqlite3_extended_errcode(m_db.get()) ? sqlite3_extended_errcode(m_db.get())
+                                                               : rc;
+        if (why.empty()) why = sqlite3_errmsg(m_db.get());
+        errc category = classify_sqlite_code(code);
+        // SQLite reports a missing table only as a generic SQLITE_ERROR with this text.
+        if ((code & 0xff) == SQLITE_ERROR && why.starts_with("no such table")) {
+            category = errc::schema_missing;
+        }
+        if (category == errc::connection) m_usable = false;
+        throw error(category,
+                    "sqlite: " + why + " (" + std::string(what) + ", code " + std::to_string(code) +
+                        ", " + m_config.redacted_url + ")",
+                    "sqlite", code);
+    }
+
+    connection_config m_config;
+    const sql_catalog& m_catalog;
+    std::unique_ptr<sqlite3, db_closer> m_db;
+    std::array<std::unique_ptr<sqlite3_stmt, stmt_finalizer>, statement_count> m_statements;
+    bool m_usable = true;
+};
+
+} // namespace
+
+std::unique_ptr<session> open_sqlite_session(const connection_config& config,
+                                             const sql_catalog& catalog) {
+    return std::make_unique<sqlite_session>(config, catalog);
+}
+
+} // namespace sqlock::detail

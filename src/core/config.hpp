@@ -1,0 +1,33 @@
+// Internal: a parsed connection URL plus the options that shape every connection.
+#pragma once
+
+#include "sqlock/database.hpp"
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sqlock::detail {
+
+struct connection_config {
+    backend_kind kind = backend_kind::sqlite;
+    std::string host;     ///< server host (PostgreSQL, MySQL)
+    int port = 0;         ///< 0 = backend default
+    std::string user;     ///< percent-decoded
+    std::string password; ///< percent-decoded; never put into messages
+    std::string database; ///< database name (PostgreSQL, MySQL)
+    std::string path;     ///< SQLite file path
+    /// Query-string options (?key=value&...), percent-decoded, in order.
+    std::vector<std::pair<std::string, std::string>> options;
+    std::chrono::milliseconds connect_timeout{5000};
+    std::chrono::milliseconds io_timeout{30000};
+    /// The URL with the password replaced by "***": the only form used in messages.
+    std::string redacted_url;
+};
+
+/// Parses a sqlock URL (see sqlock::connect). Throws errc::invalid_argument with a message
+/// that shows the redacted URL and says what is wrong.
+connection_config parse_url(std::string_view url);
+
+} // namespace sqlock::detail

@@ -1,0 +1,320 @@
+#include "backends/backend.hpp"
+#include "core/database_impl.hpp"
+#include "core/embedded.hpp"
+#include "core/sql_text.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+namespace sqlock {
+
+std::string_view to_string(backend_kind kind) noexcept {
+    switch (kind) {
+    case backend_kind::postgresql: return "postgresql";
+    case backend_kind::mysql: return "mysql";
+    case backend_kind::sqlite: return "sqlite";
+    }
+    return "unknown";
+}
+
+namespace detail {
+
+std::string quote_postgres_identifier(std::string_view identifier);
+std::string quote_mysql_identifier(std::string_view identifier);
+
+std::string quote_identifier(backend_kind kind, std::string_view identifier) {
+    // PostgreSQL and SQLite both quote with "..." (doubling embedded quotes).
+    return kind == backend_kind::mysql ? quote_mysql_identifier(identifier)
+                                       : quote_postgres_identifier(identifier);
+}
+
+namespace {
+
+std::string_view backend_dir(backend_kind kind) {
+    switch (kind) {
+    case backend_kind::postgresql: return "postgres";
+    case backend_kind::mysql: return "mysql";
+    case backend_kind::sqlite: return "sqlite";
+    }
+    return "";
+}
+
+} // namespace
+
+// --- pool ------------------------------------------------------------------------------------
+
+pooled_session::~pooled_session() {
+    if (m_session) m_owner->give_back(std::move(m_session));
+}
+
+database_impl::database_impl(connection_config config, const connect_options& options)
+    : m_config(std::move(config)), m_options(options) {
+    validate_table_prefix(m_options.table_prefix);
+    if (m_options.connect_timeout.count() <= 0)
+        throw error(errc::invalid_argument, "connect_timeout must be positive");
+    if (m_options.io_timeout.count() < 0)
+        throw error(errc::invalid_argument, "io_timeout must not be negative");
+    if (m_options.pool_size == 0) throw error(errc::invalid_argument, "pool_size must be >= 1");
+    m_config.connect_timeout = m_options.connect_timeout;
+    m_config.io_timeout = m_options.io_timeout;
+
+    const auto& prefix = m_options.table_prefix;
+    for (const char* table : {"locks", "token_seq", "token_counter", "migrations",
+                              "locks_expires_idx", "locks_token_on_insert",
+                              "locks_token_on_update"}) {
+        m_identifiers.emplace_back(table, quote_identifier(m_config.kind, prefix + table));
+    }
+    m_locks_table = prefix + "locks";
+
+    const auto dir = std::string("sql/") + std::string(backend_dir(m_config.kind)) + "/";
+    for (std::size_t i = 0; i < statement_count; ++i) {
+        const auto text = find_embedded(dir + std::string(statement_names[i]) + ".sql");
+        if (!text)
+            throw std::logic_error("sqlock was built without " + dir +
+                                   std::string(statement_names[i]) + ".sql");
+        m_catalog.text[i] = expand(*text);
+    }
+}
+
+std::string database_impl::expand(std::string_view sql) const {
+    return expand_identifiers(sql, m_identifiers);
+}
+
+std::unique_ptr<session> database_impl::open_session() {
+    switch (m_config.kind) {
+    case backend_kind::postgresql: return open_postgres_session(m_config, m_catalog);
+    case backend_kind::mysql: return open_mysql_session(m_config, m_catalog);
+    case backend_kind::sqlite: return open_sqlite_session(m_config, m_catalog);
+    }
+    throw std::logic_error("unknown backend");
+}
+
+pooled_session database_impl::checkout() {
+    std::unique_lock lock(m_pool_mutex);
+    const auto deadline = std::chrono::steady_clock::now() + m_options.connect_timeout;
+    while (m_idle.empty() && m_open >= m_options.pool_size) {
+        if (m_pool_cv.wait_until(lock, deadline) == std::cv_status::timeout &&
+            m_idle.empty() && m_open >= m_options.pool_size)
+            throw error(errc::timeout,
+                        "all " + std::to_string(m_options.pool_size) + " pooled connections to " +
+                            m_config.redacted_url + " stayed busy for " +
+                            std::to_string(m_options.connect_timeout.count()) +
+                            " ms (raise connect_options::pool_size?)",
+                        std::string(to_string(m_config.kind)));
+    }
+    if (!m_idle.empty()) {
+        auto s = std::move(m_idle.back());
+        m_idle.pop_back();
+        return pooled_session(this, std::move(s));
+    }
+    ++m_open; // reserve the slot, connect outside the lock
+    lock.unlock();
+    try {
+        return pooled_session(this, open_session());
+    } catch (...) {
+        lock.lock();
+        --m_open;
+        m_pool_cv.notify_one();
+        throw;
+    }
+}
+
+void database_impl::give_back(std::unique_ptr<session> s) noexcept {
+    std::lock_guard lock(m_pool_mutex);
+    if (s->usable()) {
+        m_idle.push_back(std::move(s));
+    } else {
+        --m_open;
+        s.reset();
+    }
+    m_pool_cv.notify_one();
+}
+
+void database_impl::rethrow_with_context(const error& e) const {
+    if (e.code() == errc::schema_missing) {
+        throw error(errc::schema_missing,
+                    "lock table \"" + m_locks_table + "\" is missing in " + m_config.redacted_url +
+                        ": run \"sqlock migrate\" (" + e.what() + ")",
+                    e.backend(), e.native_code(), e.sqlstate());
+    }
+    throw e;
+}
+
+result database_impl::run(statement id, std::initializer_list<param> params) {
+    try {
+        auto s = checkout();
+        return s->execute(id, params);
+    } catch (const error& e) {
+        rethrow_with_context(e);
+    }
+}
+
+std::vector<database_impl::migration> database_impl::migrations() const {
+    std::vector<migration> out;
+    const auto dir = std::string("migrations/") + std::string(backend_dir(m_config.kind)) + "/";
+    for (const auto& f : embedded_files()) {
+        if (!f.path.starts_with(dir)) continue;
+        const auto file = f.path.substr(dir.size()); // NNNN_what.sql
+        int version = 0;
+        const auto [end, ec] = std::from_chars(file.data(), file.data() + file.size(), version);
+        if (ec != std::errc{} || *end != '_')
+            throw std::logic_error("migration file without a version: " + std::string(f.path));
+        out.push_back({version, std::string(file), expand(f.content)});
+    }
+    std::sort(out.begin(), out.end(),
+              [](const migration& a, const migration& b) { return a.version < b.version; });
+    return out;
+}
+
+} // namespace detail
+
+// --- public database ---------------------------------------------------------------------------
+
+database::database(std::shared_ptr<detail::database_impl> impl) : m_impl(std::move(impl)) {}
+
+backend_kind database::backend() const noexcept { return m_impl->kind(); }
+const std::string& database::url() const noexcept { return m_impl->config().redacted_url; }
+const std::string& database::table_prefix() const noexcept {
+    return m_impl->options().table_prefix;
+}
+
+database connect(std::string_view url, const connect_options& options) {
+    auto impl = std::make_shared<detail::database_impl>(detail::parse_url(url), options);
+    // Connect once now, so a wrong password or an unreachable server is reported here.
+    impl->checkout();
+    return database(std::move(impl));
+}
+
+namespace {
+
+std::int64_t to_int(const std::optional<std::string>& text) {
+    if (!text) return 0;
+    std::int64_t v = 0;
+    std::from_chars(text->data(), text->data() + text->size(), v);
+    return v;
+}
+
+std::string migrate_lock_key(const database& db) { return "sqlock_migrate:" + db.table_prefix(); }
+
+std::vector<int> applied_versions(detail::session& s) {
+    std::vector<int> versions;
+    for (const auto& r : s.execute(detail::statement::migrations_applied, {}).rows)
+        versions.push_back(static_cast<int>(to_int(r.at(0))));
+    return versions;
+}
+
+} // namespace
+
+void database::migrate() {
+    using detail::statement;
+    const auto key = migrate_lock_key(*this);
+    const bool transactional_ddl = backend() != backend_kind::mysql; // MySQL DDL auto-commits
+    auto s = m_impl->checkout();
+    try {
+        s->execute(statement::migrate_lock, {key});
+        try {
+            s->execute(statement::migrations_bootstrap, {});
+            for (const auto& m : m_impl->migrations()) {
+                if (transactional_ddl) s->begin();
+                // Re-read inside the transaction: on SQLite, BEGIN IMMEDIATE is what
+                // serialises concurrent migrators, so an earlier read may be stale.
+                const auto applied = applied_versions(*s);
+                if (std::find(applied.begin(), applied.end(), m.version) != applied.end()) {
+                    if (transactional_ddl) s->commit();
+                    continue;
+                }
+                s->execute_script(m.sql);
+                s->execute(statement::migration_record,
+                           {std::int64_t{m.version}, std::string_view(m.name)});
+                if (transactional_ddl) s->commit();
+            }
+        } catch (...) {
+            if (transactional_ddl) s->rollback();
+            try {
+                s->execute(statement::migrate_unlock, {key});
+            } catch (const error&) {
+                // The session is probably broken; the server drops its lock with it.
+            }
+            throw;
+        }
+        s->execute(statement::migrate_unlock, {key});
+    } catch (const error& e) {
+        throw error(e.code(), "migrating " + m_impl->config().redacted_url + " failed: " + e.what(),
+                    e.backend(), e.native_code(), e.sqlstate());
+    }
+}
+
+std::string database::migration_script() const { return m_impl->migration_script(); }
+
+std::string migration_script_for(std::string_view url, const connect_options& options) {
+    return detail::database_impl(detail::parse_url(url), options).migration_script();
+}
+
+std::string detail::database_impl::migration_script() const {
+    std::string out = "-- sqlock schema for " + std::string(to_string(kind())) +
+                      ", table prefix \"" + m_options.table_prefix + "\"\n";
+    out += "-- Apply in order. sqlock records applied versions in the migrations table below.\n\n";
+    out += m_catalog[detail::statement::migrations_bootstrap];
+    out += ";\n\n";
+    for (const auto& m : migrations()) {
+        out += "-- " + m.name + "\n" + m.sql;
+        if (!out.ends_with("\n")) out += "\n";
+        out += "\n";
+    }
+    // Record the versions, as migrate() would, so sqlock sees the schema as current.
+    for (const auto& m : migrations()) {
+        out += "INSERT INTO " + expand("{migrations}") + " (version, name) VALUES (" +
+               std::to_string(m.version) + ", '" + m.name + "');\n";
+    }
+    return out;
+}
+
+int database::expected_schema_version(backend_kind kind) {
+    (void)kind;
+    return 1;
+}
+
+int database::schema_version() {
+    try {
+        auto s = m_impl->checkout();
+        const auto versions = applied_versions(*s);
+        return versions.empty() ? 0 : versions.back();
+    } catch (const error& e) {
+        if (e.code() == errc::schema_missing) return 0;
+        throw;
+    }
+}
+
+std::vector<lock_info> database::list() {
+    const auto res = m_impl->run(detail::statement::list_locks, {});
+    std::vector<lock_info> out;
+    out.reserve(res.rows.size());
+    for (const auto& r : res.rows) {
+        lock_info info;
+        info.name = r.at(0).value_or("");
+        info.owner = r.at(1).value_or("");
+        info.host = r.at(2).value_or("");
+        info.pid = to_int(r.at(3));
+        info.strategy = r.at(4).value_or("");
+        info.token = to_int(r.at(5));
+        info.hold_count = to_int(r.at(6));
+        info.acquired_at = r.at(7).value_or("");
+        info.expires_at = r.at(8).value_or("");
+        info.expires_in = std::chrono::milliseconds(to_int(r.at(9)));
+        out.push_back(std::move(info));
+    }
+    return out;
+}
+
+std::size_t database::reap(std::size_t batch) {
+    if (batch == 0) throw error(errc::invalid_argument, "reap batch size must be at least 1");
+    std::size_t total = 0;
+    for (;;) {
+        const auto res =
+            m_impl->run(detail::statement::reap_expired, {static_cast<std::int64_t>(batch)});
+        total += res.affected_rows;
+        if (res.affected_rows < batch) return total;
+    }
+}
+
+} // namespace sqlock

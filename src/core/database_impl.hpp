@@ -1,0 +1,89 @@
+// Internal: what a sqlock::database handle shares — config, SQL catalog and connection pool.
+#pragma once
+
+#include "core/config.hpp"
+#include "core/session.hpp"
+#include "core/statements.hpp"
+#include "sqlock/database.hpp"
+#include "sqlock/error.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sqlock::detail {
+
+class database_impl;
+
+/// A session checked out of the pool; returned on destruction (dropped when broken).
+class pooled_session {
+public:
+    pooled_session(database_impl* owner, std::unique_ptr<session> s)
+        : m_owner(owner), m_session(std::move(s)) {}
+    pooled_session(pooled_session&&) noexcept = default;
+    pooled_session& operator=(pooled_session&&) = delete;
+    ~pooled_session();
+    session* operator->() const noexcept { return m_session.get(); }
+    session& operator*() const noexcept { return *m_session; }
+
+private:
+    database_impl* m_owner;
+    std::unique_ptr<session> m_session;
+};
+
+class database_impl {
+public:
+    database_impl(connection_config config, const connect_options& options);
+
+    backend_kind kind() const noexcept { return m_config.kind; }
+    const connection_config& config() const noexcept { return m_config; }
+    const connect_options& options() const noexcept { return m_options; }
+    const sql_catalog& catalog() const noexcept { return m_catalog; }
+    /// The quoted, prefixed name of the lock table, for messages.
+    const std::string& locks_table() const noexcept { return m_locks_table; }
+
+    /// Checks a session out of the pool, connecting when none is idle. Waits at most
+    /// connect_timeout for a busy pool (errc::timeout).
+    pooled_session checkout();
+
+    /// checkout() + execute(): one statement on a pooled connection. A pooled connection that
+    /// turns out to be dead before anything was sent is replaced transparently; a missing
+    /// table is reported as errc::schema_missing with a "run sqlock migrate" hint.
+    result run(statement id, std::initializer_list<param> params);
+
+    /// Rewrites errc::schema_missing into the message users act on; other errors unchanged.
+    [[noreturn]] void rethrow_with_context(const error& e) const;
+
+    /// Migrations for this backend from the embedded files, in version order.
+    struct migration {
+        int version;
+        std::string name;
+        std::string sql; ///< identifiers expanded
+    };
+    std::vector<migration> migrations() const;
+    std::string expand(std::string_view sql) const;
+    /// Everything migrate() applies from scratch, as one script.
+    std::string migration_script() const;
+
+    void give_back(std::unique_ptr<session> s) noexcept;
+
+private:
+    std::unique_ptr<session> open_session();
+
+    connection_config m_config;
+    connect_options m_options;
+    std::vector<std::pair<std::string, std::string>> m_identifiers;
+    std::string m_locks_table;
+    sql_catalog m_catalog;
+
+    std::mutex m_pool_mutex;
+    std::condition_variable m_pool_cv;
+    std::vector<std::unique_ptr<session>> m_idle;
+    std::size_t m_open = 0; ///< sessions alive: idle + checked out
+};
+
+} // namespace sqlock::detail

@@ -1,0 +1,266 @@
+#include "sqlock/mutex.hpp"
+
+#include "core/owner.hpp"
+#include "strategies/strategy.hpp"
+
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+
+namespace sqlock {
+
+std::string_view to_string(strategy s) noexcept {
+    switch (s) {
+    case strategy::unique_key: return "unique_key";
+    case strategy::select_for_update: return "select_for_update";
+    case strategy::optimistic_version: return "optimistic_version";
+    }
+    return "unknown";
+}
+
+strategy parse_strategy(std::string_view text) {
+    for (const auto s :
+         {strategy::unique_key, strategy::select_for_update, strategy::optimistic_version}) {
+        if (text == to_string(s)) return s;
+    }
+    throw error(errc::invalid_argument,
+                "unknown strategy \"" + std::string(text.substr(0, 40)) +
+                    "\" (use unique_key, select_for_update or optimistic_version)");
+}
+
+namespace detail {
+
+namespace {
+
+bool valid_utf8(std::string_view s) {
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        std::size_t extra = 0;
+        if (c < 0x80) extra = 0;
+        else if ((c & 0xE0) == 0xC0 && c >= 0xC2) extra = 1;
+        else if ((c & 0xF0) == 0xE0) extra = 2;
+        else if ((c & 0xF8) == 0xF0 && c <= 0xF4) extra = 3;
+        else return false;
+        if (i + extra >= s.size()) return false; // truncated sequence
+        for (std::size_t k = 1; k <= extra; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+        i += extra + 1;
+    }
+    return true;
+}
+
+void validate_name(std::string_view name) {
+    if (name.empty()) throw error(errc::invalid_argument, "lock name must not be empty");
+    if (name.size() > max_name_length)
+        throw error(errc::invalid_argument,
+                    "lock name is " + std::to_string(name.size()) + " bytes; the limit is " +
+                        std::to_string(max_name_length) + " (\"" +
+                        std::string(name.substr(0, 40)) + "...\")");
+    if (name.find('\0') != std::string_view::npos)
+        throw error(errc::invalid_argument, "lock name must not contain NUL bytes");
+    if (!valid_utf8(name))
+        throw error(errc::invalid_argument, "lock name must be valid UTF-8");
+}
+
+void validate_options(const mutex_options& o) {
+    using namespace std::chrono;
+    if (o.ttl <= milliseconds::zero())
+        throw error(errc::invalid_argument,
+                    "ttl must be positive, got " + std::to_string(o.ttl.count()) + " ms");
+    if (o.ttl > hours(24 * 30))
+        throw error(errc::invalid_argument, "ttl must be at most 30 days");
+    if (o.retry_min <= milliseconds::zero() || o.retry_max < o.retry_min)
+        throw error(errc::invalid_argument, "need 0 < retry_min <= retry_max");
+}
+
+/// Jittered exponential backoff: a random sleep in [d, 2d), d doubling up to max.
+class backoff {
+public:
+    backoff(std::chrono::milliseconds min, std::chrono::milliseconds max)
+        : m_next(min), m_max(max) {}
+    std::chrono::microseconds next() {
+        thread_local std::mt19937_64 rng{std::random_device{}()};
+        const auto base = std::chrono::duration_cast<std::chrono::microseconds>(m_next);
+        std::uniform_int_distribution<std::int64_t> jitter(0, base.count());
+        m_next = std::min(m_next * 2, m_max);
+        return base + std::chrono::microseconds(jitter(rng));
+    }
+
+private:
+    std::chrono::milliseconds m_next;
+    std::chrono::milliseconds m_max;
+};
+
+} // namespace
+
+class mutex_impl {
+public:
+    mutex_impl(database db, std::string name, mutex_options options)
+        : m_db(std::move(db)), m_name(std::move(name)), m_options(options),
+          m_handle(next_handle_number()) {
+        validate_name(m_name);
+        validate_options(m_options);
+        m_strategy = make_strategy(m_options.strategy, m_db.backend());
+    }
+
+    database_impl& db() { return *m_db.impl(); }
+
+    lock_request request(const std::string& owner) const {
+        return lock_request{m_name, owner, m_options.ttl};
+    }
+
+    bool held_by_me() const {
+        return m_held && m_held->thread == std::this_thread::get_id();
+    }
+
+    struct hold {
+        std::thread::id thread;
+        std::string owner;
+        grant current;
+    };
+
+    database m_db;
+    std::string m_name;
+    mutex_options m_options;
+    std::uint64_t m_handle;
+    std::unique_ptr<lock_strategy> m_strategy;
+
+    mutable std::mutex m_state_mutex; ///< guards m_held and m_last_error
+    std::optional<hold> m_held;
+    std::string m_last_error;
+};
+
+} // namespace detail
+
+mutex::mutex(database db, std::string name, mutex_options options)
+    : m_impl(std::make_unique<detail::mutex_impl>(std::move(db), std::move(name), options)) {}
+
+mutex::~mutex() {
+    // Destroying a held mutex gives the lease back (all holds) instead of leaving it to expire.
+    std::optional<detail::mutex_impl::hold> held;
+    {
+        std::lock_guard lock(m_impl->m_state_mutex);
+        held.swap(m_impl->m_held);
+    }
+    if (!held) return;
+    try {
+        detail::grant last = held->current;
+        last.hold_count = 1;
+        m_impl->m_strategy->release(m_impl->db(), m_impl->request(held->owner), last);
+    } catch (...) {
+        // Nothing to report to: the lease expires at its TTL.
+    }
+}
+
+void mutex::lock() { try_lock_until_steady(std::chrono::steady_clock::time_point::max()); }
+
+bool mutex::try_lock() {
+    // One attempt: a deadline in the past means "do not wait".
+    return try_lock_until_steady(std::chrono::steady_clock::time_point::min());
+}
+
+bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline) {
+    auto& impl = *m_impl;
+    const std::string owner = owner_id();
+    const auto req = impl.request(owner);
+
+    {
+        std::unique_lock lock(impl.m_state_mutex);
+        if (impl.held_by_me()) {
+            // Re-entry: one statement, conditional on our owner id and token.
+            const auto held = impl.m_held->current;
+            lock.unlock();
+            try {
+                const auto count = impl.m_strategy->reenter(impl.db(), req, held);
+                lock.lock();
+                if (impl.held_by_me()) impl.m_held->current.hold_count = count;
+                return true;
+            } catch (const error& e) {
+                if (e.code() == errc::lock_lost) {
+                    lock.lock();
+                    if (impl.held_by_me()) impl.m_held.reset();
+                }
+                throw;
+            }
+        }
+    }
+
+    detail::backoff delay(impl.m_options.retry_min, impl.m_options.retry_max);
+    for (;;) {
+        try {
+            if (const auto g = impl.m_strategy->try_acquire(impl.db(), req)) {
+                std::lock_guard lock(impl.m_state_mutex);
+                impl.m_held = detail::mutex_impl::hold{std::this_thread::get_id(), owner, *g};
+                return true;
+            }
+        } catch (const error& e) {
+            // Connection trouble and conflicts are worth another try while time remains;
+            // anything else (missing table, bad input) will not get better by waiting.
+            if (!e.retryable() || std::chrono::steady_clock::now() >= deadline) throw;
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline) return false;
+        const auto pause = delay.next();
+        std::this_thread::sleep_until(deadline - now < pause ? deadline : now + pause);
+    }
+}
+
+void mutex::unlock() noexcept {
+    auto& impl = *m_impl;
+    std::unique_lock lock(impl.m_state_mutex);
+    if (!impl.held_by_me()) {
+        impl.m_last_error = "unlock() of lock \"" + impl.m_name + "\" by a thread that does not hold it";
+        return;
+    }
+    const auto held = *impl.m_held;
+    lock.unlock();
+    std::string failure;
+    bool gone = held.current.hold_count <= 1;
+    try {
+        impl.m_strategy->release(impl.db(), impl.request(held.owner), held.current);
+    } catch (const error& e) {
+        failure = e.what();
+        if (e.code() == errc::lock_lost) gone = true; // nothing left to release later
+    } catch (const std::exception& e) {
+        failure = e.what();
+    }
+    lock.lock();
+    if (!failure.empty()) impl.m_last_error = failure;
+    if (!impl.held_by_me()) return;
+    if (gone) {
+        impl.m_held.reset();
+    } else {
+        --impl.m_held->current.hold_count;
+    }
+}
+
+bool mutex::owns_lock() const noexcept {
+    std::lock_guard lock(m_impl->m_state_mutex);
+    return m_impl->held_by_me();
+}
+
+std::int64_t mutex::token() const {
+    std::lock_guard lock(m_impl->m_state_mutex);
+    if (!m_impl->held_by_me())
+        throw error(errc::lock_lost, "token() of lock \"" + m_impl->m_name +
+                                         "\": the calling thread does not hold it");
+    return m_impl->m_held->current.token;
+}
+
+std::int64_t mutex::hold_count() const noexcept {
+    std::lock_guard lock(m_impl->m_state_mutex);
+    return m_impl->held_by_me() ? m_impl->m_held->current.hold_count : 0;
+}
+
+const std::string& mutex::name() const noexcept { return m_impl->m_name; }
+
+std::string mutex::owner_id() const { return detail::owner_id(m_impl->m_handle); }
+
+std::string mutex::last_error() const {
+    std::lock_guard lock(m_impl->m_state_mutex);
+    return m_impl->m_last_error;
+}
+
+} // namespace sqlock

@@ -1,0 +1,162 @@
+// Parsing of sqlock URLs. Everything here is pure; tests/unit_url.cpp covers it.
+#include "core/config.hpp"
+#include "sqlock/error.hpp"
+
+#include <charconv>
+
+namespace sqlock::detail {
+
+namespace {
+
+[[noreturn]] void bad_url(const std::string& shown, const std::string& why) {
+    throw error(errc::invalid_argument, "invalid database URL \"" + shown + "\": " + why +
+                                            " (expected postgresql://user:password@host:port/db, "
+                                            "mysql://..., sqlite:///abs/path.db or "
+                                            "sqlite:relative.db)");
+}
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/// Decodes %XX escapes; throws on a malformed escape.
+std::string percent_decode(std::string_view in, const std::string& shown) {
+    std::string out;
+    out.reserve(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        if (in[i] != '%') {
+            out += in[i];
+            continue;
+        }
+        const int hi = i + 2 < in.size() ? hex_value(in[i + 1]) : -1;
+        const int lo = i + 2 < in.size() ? hex_value(in[i + 2]) : -1;
+        if (i + 2 >= in.size() || hi < 0 || lo < 0) bad_url(shown, "malformed %-escape");
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+    }
+    if (out.find('\0') != std::string::npos) bad_url(shown, "%00 is not allowed");
+    return out;
+}
+
+/// The URL with any password replaced by ***, safe to put into messages and logs.
+std::string redact(std::string_view url) {
+    const auto scheme_end = url.find("://");
+    if (scheme_end == std::string_view::npos) return std::string(url);
+    const auto authority_start = scheme_end + 3;
+    const auto authority_end = url.find_first_of("/?#", authority_start);
+    const auto authority = url.substr(authority_start, authority_end == std::string_view::npos
+                                                           ? std::string_view::npos
+                                                           : authority_end - authority_start);
+    const auto at = authority.rfind('@');
+    if (at == std::string_view::npos) return std::string(url);
+    const auto colon = authority.substr(0, at).find(':');
+    if (colon == std::string_view::npos) return std::string(url);
+    std::string out(url.substr(0, authority_start + colon + 1));
+    out += "***";
+    out += url.substr(authority_start + at);
+    return out;
+}
+
+} // namespace
+
+connection_config parse_url(std::string_view url) {
+    connection_config cfg;
+    cfg.redacted_url = redact(url);
+    const std::string& shown = cfg.redacted_url;
+    if (url.empty()) bad_url(shown, "it is empty");
+
+    const auto colon = url.find(':');
+    if (colon == std::string_view::npos) bad_url(shown, "no scheme");
+    const auto scheme = url.substr(0, colon);
+    if (scheme == "sqlite") {
+        cfg.kind = backend_kind::sqlite;
+        auto rest = url.substr(colon + 1);
+        if (rest.starts_with("//")) {
+            rest.remove_prefix(2);
+            if (!rest.starts_with("/"))
+                bad_url(shown, "sqlite:// must be followed by an absolute path (sqlite:///path)");
+        }
+        const auto query = rest.find('?');
+        cfg.path = percent_decode(rest.substr(0, query), shown);
+        if (cfg.path.empty()) bad_url(shown, "no database file path");
+        if (query != std::string_view::npos) bad_url(shown, "sqlite URLs take no options");
+        return cfg;
+    }
+    if (scheme == "postgresql" || scheme == "postgres") {
+        cfg.kind = backend_kind::postgresql;
+        cfg.port = 5432;
+    } else if (scheme == "mysql" || scheme == "mariadb") {
+        cfg.kind = backend_kind::mysql;
+        cfg.port = 3306;
+    } else {
+        bad_url(shown, "unknown scheme \"" + std::string(scheme.substr(0, 20)) +
+                           "\" (use postgresql, mysql, mariadb or sqlite)");
+    }
+    if (url.substr(colon, 3) != "://") bad_url(shown, "expected \"://\" after the scheme");
+    auto rest = url.substr(colon + 3);
+
+    // Split off ?query first, then /database, leaving user:password@host:port.
+    std::string_view query;
+    if (const auto q = rest.find('?'); q != std::string_view::npos) {
+        query = rest.substr(q + 1);
+        rest = rest.substr(0, q);
+    }
+    std::string_view authority = rest;
+    if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+        authority = rest.substr(0, slash);
+        cfg.database = percent_decode(rest.substr(slash + 1), shown);
+    }
+    if (cfg.database.empty()) bad_url(shown, "no database name after the host");
+    if (cfg.database.find('/') != std::string::npos) bad_url(shown, "database name contains '/'");
+
+    if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+        const auto userinfo = authority.substr(0, at);
+        authority = authority.substr(at + 1);
+        const auto c = userinfo.find(':');
+        cfg.user = percent_decode(userinfo.substr(0, c), shown);
+        if (c != std::string_view::npos) cfg.password = percent_decode(userinfo.substr(c + 1), shown);
+    }
+
+    std::string_view port_text;
+    if (authority.starts_with("[")) { // [IPv6]:port
+        const auto close = authority.find(']');
+        if (close == std::string_view::npos) bad_url(shown, "unterminated [IPv6] host");
+        cfg.host = std::string(authority.substr(1, close - 1));
+        const auto after = authority.substr(close + 1);
+        if (!after.empty()) {
+            if (after[0] != ':') bad_url(shown, "unexpected text after ]");
+            port_text = after.substr(1);
+        }
+    } else {
+        const auto c = authority.rfind(':');
+        cfg.host = percent_decode(authority.substr(0, c), shown);
+        if (c != std::string_view::npos) port_text = authority.substr(c + 1);
+    }
+    if (cfg.host.empty()) bad_url(shown, "no host");
+    if (!port_text.empty()) {
+        int port = 0;
+        const auto [end, ec] =
+            std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+        if (ec != std::errc{} || end != port_text.data() + port_text.size() || port < 1 ||
+            port > 65535)
+            bad_url(shown, "port must be a number from 1 to 65535");
+        cfg.port = port;
+    }
+
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const auto item = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+        if (item.empty()) continue;
+        const auto eq = item.find('=');
+        if (eq == std::string_view::npos || eq == 0) bad_url(shown, "options must be key=value");
+        cfg.options.emplace_back(percent_decode(item.substr(0, eq), shown),
+                                 percent_decode(item.substr(eq + 1), shown));
+    }
+    return cfg;
+}
+
+} // namespace sqlock::detail

@@ -1,0 +1,119 @@
+// strategy::unique_key — a lease row under the lock name's primary key.
+//
+// Statements per operation (each one round trip, autocommit, one durable commit):
+//   acquire / take over expired / re-enter : acquire_unique_key (INSERT ... ON CONFLICT/ON
+//                                             DUPLICATE KEY ... RETURNING token)
+//   release (last hold)                    : release_delete    (DELETE ... owner AND token)
+//   release (re-entrant hold)              : release_decrement (UPDATE hold_count - 1 ...)
+// Only when a reply is lost (connection error) one extra inspect_lock resolves the doubt by
+// reading the row by owner: an outcome is never guessed and never blindly retried.
+#include "strategies/strategy.hpp"
+
+#include "core/owner.hpp"
+
+#include <charconv>
+
+namespace sqlock::detail {
+
+namespace {
+
+std::int64_t to_int(const std::optional<std::string>& text) {
+    std::int64_t v = 0;
+    if (text) std::from_chars(text->data(), text->data() + text->size(), v);
+    return v;
+}
+
+struct lock_row {
+    std::string owner;
+    std::int64_t token = 0;
+    std::int64_t hold_count = 0;
+    std::int64_t expires_in_ms = 0;
+};
+
+std::optional<lock_row> inspect(database_impl& db, std::string_view name) {
+    const auto res = db.run(statement::inspect_lock, {name});
+    if (res.rows.empty()) return std::nullopt;
+    const auto& r = res.rows.front();
+    return lock_row{r.at(0).value_or(""), to_int(r.at(1)), to_int(r.at(2)), to_int(r.at(3))};
+}
+
+[[noreturn]] void throw_lost(const database_impl& db, const lock_request& req, std::string why) {
+    throw error(errc::lock_lost,
+                "lock \"" + std::string(req.name) + "\" in " + db.config().redacted_url +
+                    " was lost: " + why,
+                std::string(to_string(db.kind())));
+}
+
+class unique_key_strategy final : public lock_strategy {
+public:
+    std::optional<grant> try_acquire(database_impl& db, const lock_request& req) override {
+        try {
+            return acquire_statement(db, req, nullptr);
+        } catch (const error& e) {
+            if (e.code() != errc::connection) throw;
+            // The reply was lost: the grant may or may not have happened. Read the row back.
+            const auto row = inspect(db, req.name);
+            if (row && row->owner == req.owner && row->expires_in_ms > 0)
+                return grant{row->token, row->hold_count};
+            throw;
+        }
+    }
+
+    std::int64_t reenter(database_impl& db, const lock_request& req, const grant& held) override {
+        const auto g = acquire_statement(db, req, held.token);
+        if (!g || g->token != held.token)
+            throw_lost(db, req, "its lease expired or was taken over before the re-entrant lock");
+        return g->hold_count;
+    }
+
+    void release(database_impl& db, const lock_request& req, const grant& held) override {
+        const bool last = held.hold_count <= 1;
+        std::uint64_t affected = 0;
+        try {
+            affected = last ? db.run(statement::release_delete,
+                                     {req.name, req.owner, held.token})
+                                  .affected_rows
+                            : db.run(statement::release_decrement,
+                                     {req.name, req.owner, held.token, held.hold_count})
+                                  .affected_rows;
+        } catch (const error& e) {
+            if (e.code() != errc::connection) throw;
+            const auto row = inspect(db, req.name);
+            const bool still_ours = row && row->owner == req.owner && row->token == held.token;
+            if (last && !still_ours) return; // our DELETE went through (or the lease moved on)
+            if (!last && still_ours && row->hold_count == held.hold_count - 1) return;
+            throw;
+        }
+        if (affected == 0)
+            throw_lost(db, req, "its lease expired and was taken over (token " +
+                                    std::to_string(held.token) + " no longer owns the row)");
+    }
+
+private:
+    static std::optional<grant> acquire_statement(database_impl& db, const lock_request& req,
+                                                  param held_token) {
+        const auto& me = this_process();
+        const auto res = db.run(statement::acquire_unique_key,
+                                {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
+                                 std::string_view(me.host), me.pid, held_token});
+        if (res.rows.empty()) return std::nullopt;
+        const auto& r = res.rows.front();
+        if (to_int(r.at(2)) != 1) return std::nullopt; // row returned but not granted (MySQL)
+        return grant{to_int(r.at(0)), to_int(r.at(1))};
+    }
+};
+
+} // namespace
+
+std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend) {
+    switch (s) {
+    case strategy::unique_key: return std::make_unique<unique_key_strategy>();
+    case strategy::select_for_update:
+    case strategy::optimistic_version: break;
+    }
+    throw error(errc::unsupported, "strategy " + std::string(to_string(s)) +
+                                       " is not implemented yet on " +
+                                       std::string(to_string(backend)));
+}
+
+} // namespace sqlock::detail

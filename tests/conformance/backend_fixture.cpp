@@ -1,0 +1,159 @@
+#include "backend_fixture.hpp"
+
+#include "core/database_impl.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <signal.h>
+#include <sstream>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace test {
+
+namespace {
+
+backend_under_test load_backend() {
+    const char* which = std::getenv("SQLOCK_TEST_BACKEND");
+    const std::string name = which ? which : "sqlite";
+    backend_under_test b{};
+    const char* scratch = std::getenv("SQLOCK_TEST_SCRATCH");
+    b.scratch_dir = scratch ? scratch : (std::filesystem::temp_directory_path() / "sqlock-test");
+    b.scratch_dir += "-" + std::to_string(getpid());
+    std::filesystem::remove_all(b.scratch_dir);
+    std::filesystem::create_directories(b.scratch_dir);
+    auto url_from = [&](const char* var) {
+        const char* url = std::getenv(var);
+        if (!url || !*url)
+            throw std::runtime_error(std::string("backend ") + name + " requested but " + var +
+                                     " is not set: start the servers with "
+                                     "`tools/testdb.sh run build/testdb -- ctest ...` "
+                                     "(a missing backend is a failure, not a skip)");
+        return std::string(url);
+    };
+    if (name == "sqlite") {
+        b.kind = sqlock::backend_kind::sqlite;
+        b.url = "sqlite://" + b.scratch_dir + "/locks.db";
+    } else if (name == "postgresql") {
+        b.kind = sqlock::backend_kind::postgresql;
+        b.url = url_from("SQLOCK_TEST_POSTGRES_URL");
+    } else if (name == "mysql") {
+        b.kind = sqlock::backend_kind::mysql;
+        b.url = url_from("SQLOCK_TEST_MYSQL_URL");
+    } else {
+        throw std::runtime_error("unknown SQLOCK_TEST_BACKEND " + name);
+    }
+    return b;
+}
+
+} // namespace
+
+const backend_under_test& backend() {
+    static const backend_under_test b = load_backend();
+    return b;
+}
+
+sqlock::database& db() {
+    static sqlock::database d = [] {
+        auto database = sqlock::connect(backend().url);
+        database.migrate();
+        return database;
+    }();
+    return d;
+}
+
+std::string unique_name(const std::string& base) {
+    static std::mt19937_64 rng{std::random_device{}()};
+    static std::mutex m;
+    std::lock_guard lock(m);
+    return base + "-" + std::to_string(rng() % 1'000'000'000);
+}
+
+std::optional<sqlock::lock_info> row_of(const std::string& name) {
+    for (auto& info : db().list())
+        if (info.name == name) return info;
+    return std::nullopt;
+}
+
+void exec_sql(sqlock::database& database, const std::string& sql) {
+    auto s = database.impl()->checkout();
+    s->execute_script(sql);
+}
+
+void backdate(sqlock::database& database, const std::string& name, std::chrono::seconds by) {
+    // Test-only SQL, so names are trusted literals here; the library itself binds everything.
+    REQUIRE(name.find('\'') == std::string::npos);
+    const auto table = database.table_prefix() + "locks";
+    const auto secs = std::to_string(by.count());
+    std::string sql;
+    switch (database.backend()) {
+    case sqlock::backend_kind::postgresql:
+        sql = "UPDATE \"" + table + "\" SET expires_at = statement_timestamp() - interval '" +
+              secs + " seconds' WHERE name = '" + name + "'";
+        break;
+    case sqlock::backend_kind::mysql:
+        sql = "UPDATE `" + table + "` SET expires_at = UTC_TIMESTAMP(6) - INTERVAL " + secs +
+              " SECOND WHERE name = '" + name + "'";
+        break;
+    case sqlock::backend_kind::sqlite:
+        sql = "UPDATE \"" + table +
+              "\" SET expires_at = CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) - " +
+              secs + "000 WHERE name = '" + name + "'";
+        break;
+    }
+    exec_sql(database, sql);
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+            const std::string& stdout_file) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    std::vector<std::string> env_storage;
+    for (char** e = environ; *e; ++e) env_storage.emplace_back(*e);
+    for (const auto& e : extra_env) env_storage.push_back(e);
+    std::vector<char*> env;
+    for (auto& e : env_storage) env.push_back(e.data());
+    env.push_back(nullptr);
+
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        if (!stdout_file.empty()) {
+            const int fd = open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd >= 0) dup2(fd, 1);
+        }
+        execve(args[0], args.data(), env.data());
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    return pid;
+}
+
+int wait_exit(pid_t pid) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) return -1;
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return -1;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+} // namespace test

@@ -1,0 +1,62 @@
+// The backend under test, chosen by SQLOCK_TEST_BACKEND (sqlite | postgresql | mysql), and
+// helpers shared by the conformance tests.
+#pragma once
+
+#include <sqlock/sqlock.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace test {
+
+struct backend_under_test {
+    sqlock::backend_kind kind;
+    std::string url;         ///< with password: only ever passed to connect / child processes
+    std::string scratch_dir; ///< per-backend directory for files (SQLite db, logs)
+};
+
+/// The backend for this run. A missing server URL is a test FAILURE, never a skip.
+const backend_under_test& backend();
+
+/// A migrated database with the default table prefix, shared by the tests of this process.
+sqlock::database& db();
+
+/// A lock name no other test uses: "<base>-<random>".
+std::string unique_name(const std::string& base);
+
+/// The lock row of `name`, if there is one.
+std::optional<sqlock::lock_info> row_of(const std::string& name);
+
+/// Moves the lease of `name` `by` into the past on the database clock (instead of sleeping).
+void backdate(sqlock::database& database, const std::string& name, std::chrono::seconds by);
+
+/// Runs SQL directly on one of the database's sessions (DDL or DML without parameters).
+void exec_sql(sqlock::database& database, const std::string& sql);
+
+/// Spawns argv[0] (a path) with `extra_env` added; returns the pid. The child gets its own
+/// process group so a test can kill it together with its children.
+pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {},
+            const std::string& stdout_file = {});
+/// Waits for the child; returns its exit status (128+N when killed by signal N).
+int wait_exit(pid_t pid);
+
+/// Polls `condition` every few milliseconds until it holds or `timeout` passes.
+template <class F>
+bool eventually(F condition, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        struct timespec ts {
+            0, 5'000'000
+        };
+        nanosleep(&ts, nullptr);
+    }
+    return true;
+}
+
+std::string read_file(const std::string& path);
+
+} // namespace test

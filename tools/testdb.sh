@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# Throwaway PostgreSQL 15 + MariaDB 10.11 instances for tests.
+#
+#   tools/testdb.sh start DIR            fresh servers on free 127.0.0.1 ports, writes DIR/env.sh
+#   tools/testdb.sh stop DIR             stop both (idempotent, also handles SIGSTOPped servers)
+#   tools/testdb.sh env DIR              print DIR/env.sh (exit 1 if not running)
+#   tools/testdb.sh run DIR -- CMD...    start, run CMD with the env, always stop; exits with CMD's status
+#
+# The system instances (/var/lib/postgresql, /var/lib/mysql, /etc/...) are never used or touched.
+set -euo pipefail
+
+PGBIN=/usr/lib/postgresql/15/bin
+MY_SBIN=/usr/sbin
+WAIT_SECS=60
+
+die() { echo "testdb: $*" >&2; exit 1; }
+usage() { sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+# ---------------------------------------------------------------- helpers
+ensure_binaries() {
+  local b missing=0
+  for b in "$PGBIN"/{initdb,pg_ctl,pg_isready,psql} "$MY_SBIN"/mariadbd \
+           /usr/bin/{mariadb,mariadb-admin,mariadb-install-db}; do
+    [[ -x $b ]] || missing=1
+  done
+  ((missing)) || return 0
+  [[ $EUID -eq 0 ]] || die "PostgreSQL 15 / MariaDB binaries missing; install postgresql-15 mariadb-server"
+  echo "testdb: installing postgresql-15 mariadb-server via apt" >&2
+  apt-get update >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql-15 mariadb-server >&2
+}
+
+# PostgreSQL refuses to run as root, and MariaDB should not either, so as root
+# we run them as the unprivileged accounts the Debian packages create.
+setup_users() {
+  if [[ $EUID -eq 0 ]]; then
+    PG_OS_USER=postgres MY_OS_USER=mysql
+    local u
+    for u in "$PG_OS_USER" "$MY_OS_USER"; do
+      id -u "$u" >/dev/null 2>&1 ||
+        useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$u"
+    done
+  else
+    PG_OS_USER=$(id -un) MY_OS_USER=$(id -un)
+  fi
+}
+
+# Run a command as the PostgreSQL OS user; cd / first so it does not complain
+# about an inaccessible cwd such as /root.
+as_pg() {
+  if [[ $EUID -eq 0 ]]; then (cd / && runuser -u "$PG_OS_USER" -- "$@"); else "$@"; fi
+}
+
+# The server users must be able to reach DIR. We do not loosen permissions on
+# somebody else's directories (e.g. /root) silently; we say what to fix.
+check_traversable() {
+  [[ $EUID -eq 0 ]] || return 0
+  local u
+  for u in "$PG_OS_USER" "$MY_OS_USER"; do
+    (cd / && runuser -u "$u" -- test -x "$DIR") ||
+      die "user '$u' cannot reach $DIR: a parent directory (e.g. /root) lacks o+x; chmod o+x it or use another DIR"
+  done
+}
+
+# True if PID is a live (non-zombie) process whose command name is in $2 (regex).
+# The name check protects against a stale pid file whose pid got reused.
+alive() {
+  local pid=$1 stat
+  [[ $pid =~ ^[0-9]+$ ]] && stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }                               # fields after "(comm) "
+  [[ ${stat%% *} != Z ]] || return 1              # zombie = already exited
+  [[ $(cat "/proc/$pid/comm" 2>/dev/null) =~ $2 ]]
+}
+
+# Wait up to $2 seconds for PID $1 (name regex $3) to disappear.
+wait_gone() {
+  local deadline=$((SECONDS + $2))
+  while alive "$1" "$3"; do ((SECONDS < deadline)) || return 1; sleep 0.2; done
+}
+
+# Pick a port not bound by anything (per /proc/net/tcp*), from 20000-32000:
+# below the kernel's ephemeral range (32768+), so outgoing connections made
+# between probing and server start cannot steal it. Avoids $1 (other pick).
+pick_port() {
+  local used p hex
+  used=" $(awk 'FNR > 1 { sub(/.*:/, "", $2); printf "%s ", $2 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null || true)"
+  for _ in {1..200}; do
+    p=$((20000 + RANDOM % 12000)); printf -v hex '%04X' "$p"
+    [[ $p != "${1:-}" && $used != *" $hex "* ]] && { echo "$p"; return; }
+  done
+  die "no free TCP port found"
+}
+
+pg_pid() { head -n1 "$DIR/pg/postmaster.pid" 2>/dev/null || true; }
+my_pid() { cat "$DIR/mariadb/mysqld.pid" 2>/dev/null || true; }
+
+# ---------------------------------------------------------------- commands
+# Stop server PID $1 (comm regex $2) by running "$3..."; SIGKILL it (and its
+# children) if it is not gone within 30 s.
+stop_server() {
+  local pid=$1 re=$2 kids; shift 2
+  alive "$pid" "$re" || return 0
+  kids=$(cat /proc/"$pid"/task/*/children 2>/dev/null || true)   # e.g. PG backends
+  # A SIGSTOPped server (tests do that) would never act on the shutdown request.
+  # shellcheck disable=SC2086  # $kids is a list of pids
+  kill -CONT "$pid" $kids 2>/dev/null || true
+  "$@" >/dev/null 2>&1 || true
+  wait_gone "$pid" 30 "$re" && return 0
+  # shellcheck disable=SC2086
+  kill -KILL "$pid" $kids 2>/dev/null || true
+  wait_gone "$pid" 5 "$re" || echo "testdb: pid $pid ($re) would not die" >&2
+}
+
+do_stop() {
+  [[ -d $DIR ]] || return 0
+  # pg_ctl must run as the data dir owner; -m fast aborts open sessions.
+  stop_server "$(pg_pid)" '^postgres$' as_pg "$PGBIN/pg_ctl" stop -D "$DIR/pg" -m fast -w -t 30
+  # SIGTERM is a clean shutdown for mariadbd and needs no working connection.
+  stop_server "$(my_pid)" '^mariadbd$' kill -TERM "$(my_pid)"
+  rm -f "$DIR/env.sh"
+}
+
+start_failed() {
+  local f
+  echo "testdb: start failed; log tails follow" >&2
+  for f in "$DIR/pg.log" "$DIR/mariadb.log"; do
+    [[ -s $f ]] && { echo "==> $f <==" >&2; tail -n 30 "$f" >&2; }
+  done
+  do_stop || true
+}
+
+do_start() {
+  ensure_binaries
+  setup_users
+  do_stop
+  # Only remove what this script creates, never DIR itself.
+  rm -rf "$DIR/pg" "$DIR/pg-sock" "$DIR/mariadb" "$DIR/pg.log" "$DIR/mariadb.log" "$DIR/env.sh"
+  check_traversable
+  # Unix socket paths are limited to 107 bytes.
+  (( ${#DIR} <= 80 )) || die "DIR path too long for unix sockets (${#DIR} > 80 chars): $DIR"
+
+  local pw pgport myport
+  pw=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  pgport=$(pick_port)
+  myport=$(pick_port "$pgport")
+  trap start_failed EXIT
+
+  # --- PostgreSQL
+  mkdir -m 700 "$DIR/pg" "$DIR/pg-sock"
+  touch "$DIR/pg.log"
+  chown "$PG_OS_USER:" "$DIR/pg" "$DIR/pg-sock" "$DIR/pg.log"
+  # host (TCP) auth is scram so wrong passwords fail; local socket is trust so
+  # we can bootstrap without a password (socket dir is 0700, owner-only).
+  as_pg "$PGBIN/initdb" -D "$DIR/pg" -U postgres --auth-host=scram-sha-256 --auth-local=trust \
+    --encoding=UTF8 --locale=C >>"$DIR/pg.log" 2>&1
+  cat >>"$DIR/pg/postgresql.conf" <<EOF
+# --- testdb.sh
+listen_addresses = '127.0.0.1'
+port = $pgport
+unix_socket_directories = '$DIR/pg-sock'
+max_connections = 200
+password_encryption = 'scram-sha-256'
+EOF
+  # -W: don't wait here; we poll both servers together below.
+  as_pg "$PGBIN/pg_ctl" start -W -D "$DIR/pg" -l "$DIR/pg.log" >/dev/null
+
+  # --- MariaDB
+  # --no-defaults (must be first) keeps /etc/mysql/*.cnf (system socket, pid,
+  # log paths, plugins) out of our instance.
+  local myargs=(--no-defaults --datadir="$DIR/mariadb")
+  [[ $EUID -eq 0 ]] && myargs+=(--user="$MY_OS_USER")
+  mkdir -m 700 "$DIR/mariadb"
+  touch "$DIR/mariadb.log"
+  chown "$MY_OS_USER:" "$DIR/mariadb" "$DIR/mariadb.log"
+  # "normal": passwordless root (the default "socket" ties root to OS user
+  # names). It also creates root@127.0.0.1/::1/<hostname>, removed below.
+  mariadb-install-db "${myargs[@]}" --auth-root-authentication-method=normal --skip-test-db \
+    >>"$DIR/mariadb.log" 2>&1
+  # Run mariadbd directly (no mysqld_safe, so the pid is the server itself);
+  # setsid detaches it from our session/terminal.
+  setsid nohup "$MY_SBIN/mariadbd" "${myargs[@]}" --port="$myport" --bind-address=127.0.0.1 \
+    --socket="$DIR/mariadb/mysqld.sock" --pid-file="$DIR/mariadb/mysqld.pid" \
+    --log-error="$DIR/mariadb.log" --skip-name-resolve --max-connections=200 \
+    --innodb-flush-log-at-trx-commit=1 --character-set-server=utf8mb4 \
+    --collation-server=utf8mb4_general_ci </dev/null >>"$DIR/mariadb.log" 2>&1 &
+  local mystarter=$!
+
+  # --- wait for both (bounded)
+  local t0=$SECONDS pg_ok=0 my_ok=0
+  while ((!pg_ok || !my_ok)); do
+    ((pg_ok)) || { "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$pgport" && pg_ok=1; } || true
+    ((my_ok)) || { mariadb-admin --no-defaults --socket="$DIR/mariadb/mysqld.sock" -uroot \
+                   --connect-timeout=2 ping >/dev/null 2>&1 && [[ -s $DIR/mariadb/mysqld.pid ]] && my_ok=1; } || true
+    kill -0 "$mystarter" 2>/dev/null || die "mariadbd exited during startup"
+    # pg_ctl -W gives no pid to watch; after a grace period for the pid file
+    # to appear, a missing postmaster means it died.
+    ((pg_ok || SECONDS < t0 + 5)) || alive "$(pg_pid)" '^postgres$' || die "postgres exited during startup"
+    ((SECONDS < t0 + WAIT_SECS)) || die "servers not ready after ${WAIT_SECS}s (postgres=$pg_ok mariadb=$my_ok)"
+    ((pg_ok && my_ok)) || sleep 0.2
+  done
+
+  # --- accounts and databases
+  "$PGBIN/psql" -q -X -v ON_ERROR_STOP=1 -h "$DIR/pg-sock" -p "$pgport" -U postgres -d postgres \
+    -c "CREATE ROLE sqlock LOGIN SUPERUSER PASSWORD '$pw'" \
+    -c "CREATE DATABASE sqlock_test OWNER sqlock" >/dev/null
+  # Drop passwordless root over TCP (any local user could use it); root stays
+  # reachable via our socket only (with skip-name-resolve, 'localhost' = socket).
+  mariadb --no-defaults --socket="$DIR/mariadb/mysqld.sock" -uroot <<EOF
+DELETE FROM mysql.global_priv WHERE User = 'root' AND Host <> 'localhost';
+DELETE FROM mysql.global_priv WHERE User = '';
+DELETE FROM mysql.proxies_priv WHERE Host <> 'localhost';
+FLUSH PRIVILEGES;
+CREATE DATABASE sqlock_test;
+CREATE USER 'sqlock'@'127.0.0.1' IDENTIFIED BY '$pw';
+CREATE USER 'sqlock'@'localhost' IDENTIFIED BY '$pw';
+GRANT ALL PRIVILEGES ON *.* TO 'sqlock'@'127.0.0.1' WITH GRANT OPTION;
+GRANT ALL PRIVILEGES ON *.* TO 'sqlock'@'localhost' WITH GRANT OPTION;
+EOF
+
+  (umask 077; cat >"$DIR/env.sh") <<EOF
+export SQLOCK_TEST_POSTGRES_URL='postgresql://sqlock:$pw@127.0.0.1:$pgport/sqlock_test'
+export SQLOCK_TEST_MYSQL_URL='mysql://sqlock:$pw@127.0.0.1:$myport/sqlock_test'
+export SQLOCK_TEST_POSTGRES_PID=$(pg_pid)
+export SQLOCK_TEST_MYSQL_PID=$(my_pid)
+export SQLOCK_TEST_DB_DIR=$(printf %q "$DIR")
+EOF
+  trap - EXIT
+  echo "postgres: postgresql://sqlock:$pw@127.0.0.1:$pgport/sqlock_test"
+  echo "mariadb:  mysql://sqlock:$pw@127.0.0.1:$myport/sqlock_test"
+}
+
+do_env() {
+  if [[ -f $DIR/env.sh ]] && alive "$(pg_pid)" '^postgres$' && alive "$(my_pid)" '^mariadbd$'; then
+    cat "$DIR/env.sh"
+  else
+    echo "testdb: not running in $DIR" >&2; exit 1
+  fi
+}
+
+do_run() {
+  [[ ${1:-} == -- ]] && shift
+  (($#)) || usage
+  trap 'bash "$SELF" stop "$DIR"' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  # Separate process for start so the servers are never children of this shell.
+  bash "$SELF" start "$DIR" >&2
+  # shellcheck disable=SC1091
+  source "$DIR/env.sh"
+  # CMD runs in the background + wait, because bash defers traps until a
+  # foreground child exits; this way a TERM to us is forwarded to CMD at once
+  # and the EXIT trap stops the servers. <&0 keeps CMD's stdin (bash would
+  # otherwise give a background job /dev/null).
+  "$@" <&0 &
+  local child=$! rc
+  trap 'kill -TERM $child 2>/dev/null || true' INT TERM
+  while :; do
+    wait "$child" && rc=0 || rc=$?
+    kill -0 "$child" 2>/dev/null || break   # wait was only interrupted by a signal
+  done
+  exit "$rc"
+}
+
+# ---------------------------------------------------------------- main
+(($# >= 2)) || usage
+cmd=$1 DIR=$2 SELF=$(realpath "$0")
+shift 2
+[[ $cmd == start || $cmd == run ]] && mkdir -p "$DIR"
+if [[ -d $DIR ]]; then DIR=$(cd "$DIR" && pwd -P); else DIR=$(realpath -m "$DIR"); fi
+case $cmd in
+  start) do_start ;;
+  stop)  setup_users; do_stop ;;
+  env)   do_env ;;
+  run)   do_run "$@" ;;
+  *)     usage ;;
+esac
