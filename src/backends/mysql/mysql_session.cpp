@@ -110,9 +110,8 @@ bool has_returning_clause(std::string_view sql) {
         } else if (is_word_char(c)) {
             std::size_t j = i;
             while (j < sql.size() && is_word_char(sql[j])) ++j;
-            if (j - i == keyword.size() &&
-                std::equal(keyword.begin(), keyword.end(), sql.begin() + static_cast<long>(i),
-                           [](char k, char s) { return k == (s | 0x20); }))
+            const auto word = sql.substr(i, j - i);
+            if (std::ranges::equal(word, keyword, [](char w, char k) { return (w | 0x20) == k; }))
                 return true;
             i = j;
         } else {

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The whole test suite against all three databases, from a fresh Debian 12 machine:
+#   1. installs the build tools, client libraries and database servers it needs (apt-get);
+#   2. builds with the "ci" preset (warnings are errors) and the "asan" preset (ASan+UBSan);
+#   3. starts throwaway PostgreSQL 15 and MariaDB 10.11 on 127.0.0.1 (tools/testdb.sh) and runs
+#      every test on SQLite, PostgreSQL and MariaDB for each build; stops the servers after.
+# A backend that cannot be started fails the run; nothing is skipped.
+#   tools/test-all.sh            everything
+#   tools/test-all.sh --quick    only the ci build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+presets=(ci asan)
+[[ ${1:-} == --quick ]] && presets=(ci)
+
+packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev libboost-dev
+          libsqlite3-dev doctest-dev postgresql-15 mariadb-server mariadb-client)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "test-all: installing ${missing[*]}"
+    if [[ $EUID -ne 0 ]]; then
+        echo "test-all: run as root (or install these packages first): ${missing[*]}" >&2
+        exit 1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+
+# The servers run as the unprivileged postgres/mysql users when we are root; they keep their data
+# under the build tree unless that tree is unreachable for them (a checkout under /root, say).
+testdb_dir() {
+    local dir="$PWD/build/$1/testdb"
+    if [[ $EUID -eq 0 ]] && ! runuser -u postgres -- test -x "$PWD/build" 2>/dev/null; then
+        dir=$(mktemp -d /tmp/sqlock-testdb.XXXXXX)
+        chmod 755 "$dir"
+    fi
+    echo "$dir"
+}
+
+status=0
+for preset in "${presets[@]}"; do
+    echo "=== build: $preset"
+    cmake --preset "$preset" >/dev/null
+    cmake --build --preset "$preset" -j "$(nproc)"
+    echo "=== test: $preset (SQLite, PostgreSQL, MariaDB)"
+    mkdir -p "build/$preset"
+    tools/testdb.sh run "$(testdb_dir "$preset")" -- ctest --preset "$preset" || status=1
+done
+exit $status
