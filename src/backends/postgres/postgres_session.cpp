@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <new>
@@ -85,8 +86,11 @@ std::string build_conninfo(const connection_config& config) {
     append_conninfo(info, "keepalives_idle", "5");
     append_conninfo(info, "keepalives_interval", "2");
     append_conninfo(info, "keepalives_count", "3");
-    if (config.io_timeout.count() > 0)
-        append_conninfo(info, "tcp_user_timeout", std::to_string(config.io_timeout.count()));
+    // Unacknowledged writes (a vanished peer) fail after io_timeout instead of ~15 minutes.
+    if (config.io_timeout.count() > 0) {
+        const auto user_timeout_ms = std::min<long long>(config.io_timeout.count(), INT32_MAX);
+        append_conninfo(info, "tcp_user_timeout", std::to_string(user_timeout_ms));
+    }
     // URL options (sslmode, ...) come last so that they may override the defaults above.
     for (const auto& [key, value] : config.options) append_conninfo(info, key, value);
     return info;
@@ -188,8 +192,9 @@ public:
         // Deprecated in 6.x but still effective: never reconnect behind our back.
         m_conn->inhibit_reactivation(true);
 #pragma GCC diagnostic pop
-        // One round trip for all session settings.
-        run_simple("SET statement_timeout = " + std::to_string(config.io_timeout.count()) +
+        // One round trip for all session settings (statement_timeout is in ms, 0 = off).
+        const auto statement_ms = std::clamp<long long>(config.io_timeout.count(), 0, INT32_MAX);
+        run_simple("SET statement_timeout = " + std::to_string(statement_ms) +
                        "; SET TIME ZONE 'UTC'",
                    "session settings");
     }
