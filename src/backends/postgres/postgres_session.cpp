@@ -13,6 +13,7 @@
 #include "core/session.hpp"
 
 #include <libpq-fe.h>
+#include <sys/socket.h>
 
 #include <pqxx/connection>
 #include <pqxx/except>
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -276,7 +278,7 @@ public:
             rollback();
             throw error(errc::backend,
                         "postgresql: transaction rolled back because a statement in it failed",
-                        backend_name);
+                        backend_name, 0, "25P02");
         }
         m_in_transaction = false;
         try {
@@ -293,7 +295,10 @@ public:
         if (!m_in_transaction) return;
         m_in_transaction = false;
         m_transaction_failed = false;
-        if (!usable()) return;
+        if (!usable()) {
+            m_broken = true;
+            return;
+        }
         try {
             run_simple("ROLLBACK", "ROLLBACK");
         } catch (...) {
@@ -302,14 +307,36 @@ public:
         }
     }
 
-    bool usable() const noexcept override { return !m_broken && m_conn && m_conn->is_open(); }
+    bool usable() const noexcept override { return open() && !hung_up_while_idle(); }
 
 private:
+    bool open() const noexcept { return !m_broken && m_conn && m_conn->is_open(); }
+
+    /// libpq notices a server-side close only when it next reads. An idle connection has
+    /// nothing to read unless the server hung up: EOF, or the FATAL ErrorResponse ('E') it
+    /// sends first (pg_terminate_backend, shutdown, idle timeouts). One non-blocking peek lets
+    /// the pool drop such a session before sending anything on it. Under TLS the first byte is
+    /// a record type (0x14-0x18), never 'E', so only EOF counts there.
+    bool hung_up_while_idle() const noexcept {
+        const int fd = m_conn->sock();
+        if (fd < 0) return true;
+        const int saved_errno = errno;
+        char first = 0;
+        const auto n = ::recv(fd, &first, 1, MSG_PEEK | MSG_DONTWAIT);
+        const bool hung_up =
+            n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
+            (n > 0 && first == 'E');
+        errno = saved_errno;
+        return hung_up;
+    }
+
+    /// Cheap check before each call (no syscall: the hot path stays one round trip).
     void require_usable() {
-        if (usable()) return;
+        if (open()) return;
         m_broken = true;
         throw error(errc::connection,
-                    "postgresql: the connection to " + m_url + " is closed; reconnect",
+                    "postgresql: the connection to " + m_url +
+                        " was closed (by the server or after an earlier error); reconnect",
                     backend_name);
     }
 
