@@ -1,12 +1,15 @@
 -- Acquire, take over an expired lease, or re-enter, in one autocommit statement.
 -- $6 is the token this owner already holds (re-entry) or NULL (new grant).
+-- A re-entry whose row is gone (reaped, or taken over and released) must not resurrect the
+-- lock: the row it inserts is born expired, so it reports granted = 0 and blocks nobody.
 -- ON DUPLICATE KEY UPDATE assigns left to right and later assignments see earlier ones, so
--- every condition reads only columns not yet assigned: token, owner and expires_at go last.
+-- conditions read only columns not yet assigned; the one exception, expires_at's re-entry
+-- test, reads token and owner, which change only when $6 IS NULL.
 -- Success is read back through RETURNING (never from the affected-row count).
 INSERT INTO {locks}
     (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at)
-VALUES ($1, $2, $4, $5, 'unique_key', NEXTVAL({token_seq}), 1,
-        UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ($3 * 1000) MICROSECOND)
+VALUES ($1, $2, $4, $5, 'unique_key', NEXTVAL({token_seq}), 1, UTC_TIMESTAMP(6),
+        IF($6 IS NULL, UTC_TIMESTAMP(6) + INTERVAL ($3 * 1000) MICROSECOND, UTC_TIMESTAMP(6)))
 ON DUPLICATE KEY UPDATE
     hold_count  = IF($6 IS NULL AND expires_at <= UTC_TIMESTAMP(6), 1,
                      IF($6 IS NOT NULL AND owner = VALUES(owner) AND token = $6
@@ -20,7 +23,7 @@ ON DUPLICATE KEY UPDATE
     expires_at  = IF(($6 IS NULL AND expires_at <= UTC_TIMESTAMP(6))
                      OR ($6 IS NOT NULL AND owner = VALUES(owner) AND token = $6
                          AND expires_at > UTC_TIMESTAMP(6)),
-                     VALUES(expires_at), expires_at)
+                     UTC_TIMESTAMP(6) + INTERVAL ($3 * 1000) MICROSECOND, expires_at)
 RETURNING token, hold_count,
     COALESCE(owner = $2 AND expires_at > UTC_TIMESTAMP(6)
              AND (acquired_at = UTC_TIMESTAMP(6) OR token = $6), 0)

@@ -1,10 +1,15 @@
 -- Acquire, take over an expired lease, or re-enter, in one autocommit statement.
 -- $6 is the token this owner already holds (re-entry) or NULL (new grant).
 -- statement_timestamp(), not now(): the lease is computed from this statement's time.
+-- A re-entry whose row is gone (reaped, or taken over and released) must not resurrect the
+-- lock: the row it inserts is born expired, so it reports granted = 0 and blocks nobody.
 INSERT INTO {locks} AS l
     (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at)
 VALUES ($1::text, $2::text, $4::text, $5::bigint, 'unique_key', nextval('{token_seq}'), 1,
-        statement_timestamp(), statement_timestamp() + $3::bigint * interval '1 millisecond')
+        statement_timestamp(),
+        CASE WHEN $6::bigint IS NULL
+             THEN statement_timestamp() + $3::bigint * interval '1 millisecond'
+             ELSE statement_timestamp() END)
 ON CONFLICT (name) DO UPDATE SET
     owner       = excluded.owner,
     host        = excluded.host,
@@ -13,7 +18,7 @@ ON CONFLICT (name) DO UPDATE SET
     token       = CASE WHEN $6::bigint IS NULL THEN excluded.token ELSE l.token END,
     hold_count  = CASE WHEN $6::bigint IS NULL THEN 1 ELSE l.hold_count + 1 END,
     acquired_at = CASE WHEN $6::bigint IS NULL THEN excluded.acquired_at ELSE l.acquired_at END,
-    expires_at  = excluded.expires_at
+    expires_at  = statement_timestamp() + $3::bigint * interval '1 millisecond'
 WHERE ($6::bigint IS NULL AND l.expires_at <= statement_timestamp())
    OR (l.owner = $2::text AND l.token = $6::bigint AND l.expires_at > statement_timestamp())
-RETURNING token, hold_count, 1
+RETURNING token, hold_count, CAST(expires_at > statement_timestamp() AS integer)

@@ -270,3 +270,22 @@ TEST_CASE("a crashed holder's lease frees itself at expiry, with no reaper") {
     CHECK(std::chrono::steady_clock::now() - start >= 500ms);
     b.unlock();
 }
+
+TEST_CASE("re-entry after the row was reaped fails and leaves no live lease behind") {
+    const auto name = unique_name("reaped-reentry");
+    mutex a(db(), name, opts());
+    mutex b(db(), name, opts());
+    a.lock();
+    test::backdate(db(), name, 5s);
+    REQUIRE(db().reap() >= 1);
+    CHECK_FALSE(row_of(name));
+    try {
+        a.lock();
+        FAIL("re-entry resurrected a reaped lock");
+    } catch (const sqlock::error& e) {
+        CHECK(e.code() == sqlock::errc::lock_lost);
+    }
+    CHECK_FALSE(a.owns_lock());
+    CHECK(b.try_lock()); // nothing of a's blocks b
+    b.unlock();
+}
