@@ -143,6 +143,7 @@ void database_impl::rethrow_with_context(const error& e) const {
 result database_impl::run(statement id, std::initializer_list<param> params) {
     try {
         auto s = checkout();
+        m_statements_sent.fetch_add(1, std::memory_order_relaxed);
         return s->execute(id, params);
     } catch (const error& e) {
         rethrow_with_context(e);

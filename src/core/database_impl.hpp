@@ -7,6 +7,7 @@
 #include "sqlock/database.hpp"
 #include "sqlock/error.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -71,6 +72,10 @@ public:
 
     void give_back(std::unique_ptr<session> s) noexcept;
 
+    /// Statements sent through run() so far: lets tests verify the per-operation statement
+    /// budget (README "What each operation sends").
+    std::uint64_t statements_sent() const noexcept { return m_statements_sent.load(); }
+
 private:
     std::unique_ptr<session> open_session();
 
@@ -84,6 +89,7 @@ private:
     std::condition_variable m_pool_cv;
     std::vector<std::unique_ptr<session>> m_idle;
     std::size_t m_open = 0; ///< sessions alive: idle + checked out
+    std::atomic<std::uint64_t> m_statements_sent{0};
 };
 
 } // namespace sqlock::detail

@@ -1,5 +1,6 @@
 // Lock semantics every strategy keeps on every backend (DESIGN.md §3).
 #include "backend_fixture.hpp"
+#include "core/database_impl.hpp"
 
 #include <atomic>
 #include <doctest/doctest.h>
@@ -288,4 +289,27 @@ TEST_CASE("re-entry after the row was reaped fails and leaves no live lease behi
     CHECK_FALSE(a.owns_lock());
     CHECK(b.try_lock()); // nothing of a's blocks b
     b.unlock();
+}
+
+TEST_CASE("statement budget: uncontended acquire, re-entry and release are one statement each") {
+    const auto name = unique_name("budget");
+    mutex a(db(), name, opts());
+    const auto& impl = *db().impl();
+    auto sent = [&] { return impl.statements_sent(); };
+    // Warm the pooled connection's prepared statements first (a per-connection, one-time cost).
+    a.lock();
+    a.unlock();
+
+    auto before = sent();
+    a.lock();
+    CHECK(sent() - before == 1);
+    before = sent();
+    a.lock(); // re-entry
+    CHECK(sent() - before == 1);
+    before = sent();
+    a.unlock(); // decrement
+    CHECK(sent() - before == 1);
+    before = sent();
+    a.unlock(); // delete
+    CHECK(sent() - before == 1);
 }
