@@ -1,9 +1,8 @@
 // The README's API example, compiled in CI so it cannot rot.
 //   example_basic [URL]   (default: sqlite:example-locks.db)
-#include <sqlock/sqlock.hpp>
-
 #include <iostream>
 #include <mutex>
+#include <sqlock/sqlock.hpp>
 
 using namespace std::chrono_literals;
 

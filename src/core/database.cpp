@@ -10,9 +10,12 @@ namespace sqlock {
 
 std::string_view to_string(backend_kind kind) noexcept {
     switch (kind) {
-    case backend_kind::postgresql: return "postgresql";
-    case backend_kind::mysql: return "mysql";
-    case backend_kind::sqlite: return "sqlite";
+    case backend_kind::postgresql:
+        return "postgresql";
+    case backend_kind::mysql:
+        return "mysql";
+    case backend_kind::sqlite:
+        return "sqlite";
     }
     return "unknown";
 }
@@ -32,9 +35,12 @@ namespace {
 
 std::string_view backend_dir(backend_kind kind) {
     switch (kind) {
-    case backend_kind::postgresql: return "postgres";
-    case backend_kind::mysql: return "mysql";
-    case backend_kind::sqlite: return "sqlite";
+    case backend_kind::postgresql:
+        return "postgres";
+    case backend_kind::mysql:
+        return "mysql";
+    case backend_kind::sqlite:
+        return "sqlite";
     }
     return "";
 }
@@ -44,7 +50,8 @@ std::string_view backend_dir(backend_kind kind) {
 // --- pool ------------------------------------------------------------------------------------
 
 pooled_session::~pooled_session() {
-    if (m_session) m_owner->give_back(std::move(m_session));
+    if (m_session)
+        m_owner->give_back(std::move(m_session));
 }
 
 database_impl::database_impl(connection_config config, const connect_options& options)
@@ -54,14 +61,15 @@ database_impl::database_impl(connection_config config, const connect_options& op
         throw error(errc::invalid_argument, "connect_timeout must be positive");
     if (m_options.io_timeout.count() < 0)
         throw error(errc::invalid_argument, "io_timeout must not be negative");
-    if (m_options.pool_size == 0) throw error(errc::invalid_argument, "pool_size must be >= 1");
+    if (m_options.pool_size == 0)
+        throw error(errc::invalid_argument, "pool_size must be >= 1");
     m_config.connect_timeout = m_options.connect_timeout;
     m_config.io_timeout = m_options.io_timeout;
 
     const auto& prefix = m_options.table_prefix;
-    for (const char* table : {"locks", "token_seq", "token_counter", "migrations",
-                              "locks_expires_idx", "locks_token_on_insert",
-                              "locks_token_on_update"}) {
+    for (const char* table :
+         {"locks", "token_seq", "token_counter", "migrations", "locks_expires_idx",
+          "locks_token_on_insert", "locks_token_on_update"}) {
         m_identifiers.emplace_back(table, quote_identifier(m_config.kind, prefix + table));
     }
     m_locks_table = prefix + "locks";
@@ -82,9 +90,12 @@ std::string database_impl::expand(std::string_view sql) const {
 
 std::unique_ptr<session> database_impl::open_session() {
     switch (m_config.kind) {
-    case backend_kind::postgresql: return open_postgres_session(m_config, m_catalog);
-    case backend_kind::mysql: return open_mysql_session(m_config, m_catalog);
-    case backend_kind::sqlite: return open_sqlite_session(m_config, m_catalog);
+    case backend_kind::postgresql:
+        return open_postgres_session(m_config, m_catalog);
+    case backend_kind::mysql:
+        return open_mysql_session(m_config, m_catalog);
+    case backend_kind::sqlite:
+        return open_sqlite_session(m_config, m_catalog);
     }
     throw std::logic_error("unknown backend");
 }
@@ -93,8 +104,8 @@ pooled_session database_impl::checkout() {
     std::unique_lock lock(m_pool_mutex);
     const auto deadline = std::chrono::steady_clock::now() + m_options.connect_timeout;
     while (m_idle.empty() && m_open >= m_options.pool_size) {
-        if (m_pool_cv.wait_until(lock, deadline) == std::cv_status::timeout &&
-            m_idle.empty() && m_open >= m_options.pool_size)
+        if (m_pool_cv.wait_until(lock, deadline) == std::cv_status::timeout && m_idle.empty() &&
+            m_open >= m_options.pool_size)
             throw error(errc::timeout,
                         "all " + std::to_string(m_options.pool_size) + " pooled connections to " +
                             m_config.redacted_url + " stayed busy for " +
@@ -154,7 +165,8 @@ std::vector<database_impl::migration> database_impl::migrations() const {
     std::vector<migration> out;
     const auto dir = std::string("migrations/") + std::string(backend_dir(m_config.kind)) + "/";
     for (const auto& f : embedded_files()) {
-        if (!f.path.starts_with(dir)) continue;
+        if (!f.path.starts_with(dir))
+            continue;
         const auto file = f.path.substr(dir.size()); // NNNN_what.sql
         int version = 0;
         const auto [end, ec] = std::from_chars(file.data(), file.data() + file.size(), version);
@@ -173,8 +185,12 @@ std::vector<database_impl::migration> database_impl::migrations() const {
 
 database::database(std::shared_ptr<detail::database_impl> impl) : m_impl(std::move(impl)) {}
 
-backend_kind database::backend() const noexcept { return m_impl->kind(); }
-const std::string& database::url() const noexcept { return m_impl->config().redacted_url; }
+backend_kind database::backend() const noexcept {
+    return m_impl->kind();
+}
+const std::string& database::url() const noexcept {
+    return m_impl->config().redacted_url;
+}
 const std::string& database::table_prefix() const noexcept {
     return m_impl->options().table_prefix;
 }
@@ -189,13 +205,16 @@ database connect(std::string_view url, const connect_options& options) {
 namespace {
 
 std::int64_t to_int(const std::optional<std::string>& text) {
-    if (!text) return 0;
+    if (!text)
+        return 0;
     std::int64_t v = 0;
     std::from_chars(text->data(), text->data() + text->size(), v);
     return v;
 }
 
-std::string migrate_lock_key(const database& db) { return "sqlock_migrate:" + db.table_prefix(); }
+std::string migrate_lock_key(const database& db) {
+    return "sqlock_migrate:" + db.table_prefix();
+}
 
 std::vector<int> applied_versions(detail::session& s) {
     std::vector<int> versions;
@@ -216,21 +235,25 @@ void database::migrate() {
         try {
             s->execute(statement::migrations_bootstrap, {});
             for (const auto& m : m_impl->migrations()) {
-                if (transactional_ddl) s->begin();
+                if (transactional_ddl)
+                    s->begin();
                 // Re-read inside the transaction: on SQLite, BEGIN IMMEDIATE is what
                 // serialises concurrent migrators, so an earlier read may be stale.
                 const auto applied = applied_versions(*s);
                 if (std::find(applied.begin(), applied.end(), m.version) != applied.end()) {
-                    if (transactional_ddl) s->commit();
+                    if (transactional_ddl)
+                        s->commit();
                     continue;
                 }
                 s->execute_script(m.sql);
                 s->execute(statement::migration_record,
                            {std::int64_t{m.version}, std::string_view(m.name)});
-                if (transactional_ddl) s->commit();
+                if (transactional_ddl)
+                    s->commit();
             }
         } catch (...) {
-            if (transactional_ddl) s->rollback();
+            if (transactional_ddl)
+                s->rollback();
             try {
                 s->execute(statement::migrate_unlock, {key});
             } catch (const error&) {
@@ -245,7 +268,9 @@ void database::migrate() {
     }
 }
 
-std::string database::migration_script() const { return m_impl->migration_script(); }
+std::string database::migration_script() const {
+    return m_impl->migration_script();
+}
 
 std::string migration_script_for(std::string_view url, const connect_options& options) {
     return detail::database_impl(detail::parse_url(url), options).migration_script();
@@ -259,7 +284,8 @@ std::string detail::database_impl::migration_script() const {
     out += ";\n\n";
     for (const auto& m : migrations()) {
         out += "-- " + m.name + "\n" + m.sql;
-        if (!out.ends_with("\n")) out += "\n";
+        if (!out.ends_with("\n"))
+            out += "\n";
         out += "\n";
     }
     // Record the versions, as migrate() would, so sqlock sees the schema as current.
@@ -281,7 +307,8 @@ int database::schema_version() {
         const auto versions = applied_versions(*s);
         return versions.empty() ? 0 : versions.back();
     } catch (const error& e) {
-        if (e.code() == errc::schema_missing) return 0;
+        if (e.code() == errc::schema_missing)
+            return 0;
         throw;
     }
 }
@@ -308,13 +335,15 @@ std::vector<lock_info> database::list() {
 }
 
 std::size_t database::reap(std::size_t batch) {
-    if (batch == 0) throw error(errc::invalid_argument, "reap batch size must be at least 1");
+    if (batch == 0)
+        throw error(errc::invalid_argument, "reap batch size must be at least 1");
     std::size_t total = 0;
     for (;;) {
         const auto res =
             m_impl->run(detail::statement::reap_expired, {static_cast<std::int64_t>(batch)});
         total += res.affected_rows;
-        if (res.affected_rows < batch) return total;
+        if (res.affected_rows < batch)
+            return total;
     }
 }
 

@@ -9,7 +9,7 @@
 namespace sqlock::detail {
 
 struct embedded_file {
-    std::string_view path;    ///< relative to the source root: "sql/postgres/acquire_unique_key.sql"
+    std::string_view path; ///< relative to the source root: "sql/postgres/acquire_unique_key.sql"
     std::string_view content; ///< the file's text
 };
 
@@ -19,7 +19,8 @@ std::span<const embedded_file> embedded_files();
 /// The content of `path`, or nullopt when no such file was embedded.
 inline std::optional<std::string_view> find_embedded(std::string_view path) {
     for (const auto& f : embedded_files()) {
-        if (f.path == path) return f.content;
+        if (f.path == path)
+            return f.content;
     }
     return std::nullopt;
 }

@@ -6,15 +6,24 @@ namespace sqlock {
 
 std::string_view to_string(errc code) noexcept {
     switch (code) {
-    case errc::invalid_argument: return "invalid_argument";
-    case errc::connection: return "connection";
-    case errc::timeout: return "timeout";
-    case errc::conflict: return "conflict";
-    case errc::lock_lost: return "lock_lost";
-    case errc::schema_missing: return "schema_missing";
-    case errc::schema_mismatch: return "schema_mismatch";
-    case errc::unsupported: return "unsupported";
-    case errc::backend: return "backend";
+    case errc::invalid_argument:
+        return "invalid_argument";
+    case errc::connection:
+        return "connection";
+    case errc::timeout:
+        return "timeout";
+    case errc::conflict:
+        return "conflict";
+    case errc::lock_lost:
+        return "lock_lost";
+    case errc::schema_missing:
+        return "schema_missing";
+    case errc::schema_mismatch:
+        return "schema_mismatch";
+    case errc::unsupported:
+        return "unsupported";
+    case errc::backend:
+        return "backend";
     }
     return "unknown";
 }

@@ -12,9 +12,12 @@ namespace sqlock {
 
 std::string_view to_string(strategy s) noexcept {
     switch (s) {
-    case strategy::unique_key: return "unique_key";
-    case strategy::select_for_update: return "select_for_update";
-    case strategy::optimistic_version: return "optimistic_version";
+    case strategy::unique_key:
+        return "unique_key";
+    case strategy::select_for_update:
+        return "select_for_update";
+    case strategy::optimistic_version:
+        return "optimistic_version";
     }
     return "unknown";
 }
@@ -22,7 +25,8 @@ std::string_view to_string(strategy s) noexcept {
 strategy parse_strategy(std::string_view text) {
     for (const auto s :
          {strategy::unique_key, strategy::select_for_update, strategy::optimistic_version}) {
-        if (text == to_string(s)) return s;
+        if (text == to_string(s))
+            return s;
     }
     throw error(errc::invalid_argument,
                 "unknown strategy \"" + std::string(text.substr(0, 40)) +
@@ -38,26 +42,34 @@ bool valid_utf8(std::string_view s) {
     while (i < s.size()) {
         const auto c = static_cast<unsigned char>(s[i]);
         std::size_t extra = 0;
-        if (c < 0x80) extra = 0;
-        else if ((c & 0xE0) == 0xC0 && c >= 0xC2) extra = 1;
-        else if ((c & 0xF0) == 0xE0) extra = 2;
-        else if ((c & 0xF8) == 0xF0 && c <= 0xF4) extra = 3;
-        else return false;
-        if (i + extra >= s.size()) return false; // truncated sequence
+        if (c < 0x80)
+            extra = 0;
+        else if ((c & 0xE0) == 0xC0 && c >= 0xC2)
+            extra = 1;
+        else if ((c & 0xF0) == 0xE0)
+            extra = 2;
+        else if ((c & 0xF8) == 0xF0 && c <= 0xF4)
+            extra = 3;
+        else
+            return false;
+        if (i + extra >= s.size())
+            return false; // truncated sequence
         for (std::size_t k = 1; k <= extra; ++k)
-            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80)
+                return false;
         i += extra + 1;
     }
     return true;
 }
 
 void validate_name(std::string_view name) {
-    if (name.empty()) throw error(errc::invalid_argument, "lock name must not be empty");
+    if (name.empty())
+        throw error(errc::invalid_argument, "lock name must not be empty");
     if (name.size() > max_name_length)
-        throw error(errc::invalid_argument,
-                    "lock name is " + std::to_string(name.size()) + " bytes; the limit is " +
-                        std::to_string(max_name_length) + " (\"" +
-                        std::string(name.substr(0, 40)) + "...\")");
+        throw error(errc::invalid_argument, "lock name is " + std::to_string(name.size()) +
+                                                " bytes; the limit is " +
+                                                std::to_string(max_name_length) + " (\"" +
+                                                std::string(name.substr(0, 40)) + "...\")");
     if (name.find('\0') != std::string_view::npos)
         throw error(errc::invalid_argument, "lock name must not contain NUL bytes");
     if (!valid_utf8(name))
@@ -111,9 +123,7 @@ public:
         return lock_request{m_name, owner, m_options.ttl};
     }
 
-    bool held_by_me() const {
-        return m_held && m_held->thread == std::this_thread::get_id();
-    }
+    bool held_by_me() const { return m_held && m_held->thread == std::this_thread::get_id(); }
 
     struct hold {
         std::thread::id thread;
@@ -144,7 +154,8 @@ mutex::~mutex() {
         std::lock_guard lock(m_impl->m_state_mutex);
         held.swap(m_impl->m_held);
     }
-    if (!held) return;
+    if (!held)
+        return;
     try {
         detail::grant last = held->current;
         last.hold_count = 1;
@@ -154,7 +165,9 @@ mutex::~mutex() {
     }
 }
 
-void mutex::lock() { try_lock_until_steady(std::chrono::steady_clock::time_point::max()); }
+void mutex::lock() {
+    try_lock_until_steady(std::chrono::steady_clock::time_point::max());
+}
 
 bool mutex::try_lock() {
     // One attempt: a deadline in the past means "do not wait".
@@ -175,12 +188,14 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
             try {
                 const auto count = impl.m_strategy->reenter(impl.db(), req, held);
                 lock.lock();
-                if (impl.held_by_me()) impl.m_held->current.hold_count = count;
+                if (impl.held_by_me())
+                    impl.m_held->current.hold_count = count;
                 return true;
             } catch (const error& e) {
                 if (e.code() == errc::lock_lost) {
                     lock.lock();
-                    if (impl.held_by_me()) impl.m_held.reset();
+                    if (impl.held_by_me())
+                        impl.m_held.reset();
                 }
                 throw;
             }
@@ -198,10 +213,12 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         } catch (const error& e) {
             // Connection trouble and conflicts are worth another try while time remains;
             // anything else (missing table, bad input) will not get better by waiting.
-            if (!e.retryable() || std::chrono::steady_clock::now() >= deadline) throw;
+            if (!e.retryable() || std::chrono::steady_clock::now() >= deadline)
+                throw;
         }
         const auto now = std::chrono::steady_clock::now();
-        if (now >= deadline) return false;
+        if (now >= deadline)
+            return false;
         const auto pause = delay.next();
         std::this_thread::sleep_until(deadline - now < pause ? deadline : now + pause);
     }
@@ -211,7 +228,8 @@ void mutex::unlock() noexcept {
     auto& impl = *m_impl;
     std::unique_lock lock(impl.m_state_mutex);
     if (!impl.held_by_me()) {
-        impl.m_last_error = "unlock() of lock \"" + impl.m_name + "\" by a thread that does not hold it";
+        impl.m_last_error =
+            "unlock() of lock \"" + impl.m_name + "\" by a thread that does not hold it";
         return;
     }
     const auto held = *impl.m_held;
@@ -222,13 +240,16 @@ void mutex::unlock() noexcept {
         impl.m_strategy->release(impl.db(), impl.request(held.owner), held.current);
     } catch (const error& e) {
         failure = e.what();
-        if (e.code() == errc::lock_lost) gone = true; // nothing left to release later
+        if (e.code() == errc::lock_lost)
+            gone = true; // nothing left to release later
     } catch (const std::exception& e) {
         failure = e.what();
     }
     lock.lock();
-    if (!failure.empty()) impl.m_last_error = failure;
-    if (!impl.held_by_me()) return;
+    if (!failure.empty())
+        impl.m_last_error = failure;
+    if (!impl.held_by_me())
+        return;
     if (gone) {
         impl.m_held.reset();
     } else {
@@ -254,9 +275,13 @@ std::int64_t mutex::hold_count() const noexcept {
     return m_impl->held_by_me() ? m_impl->m_held->current.hold_count : 0;
 }
 
-const std::string& mutex::name() const noexcept { return m_impl->m_name; }
+const std::string& mutex::name() const noexcept {
+    return m_impl->m_name;
+}
 
-std::string mutex::owner_id() const { return detail::owner_id(m_impl->m_handle); }
+std::string mutex::owner_id() const {
+    return detail::owner_id(m_impl->m_handle);
+}
 
 std::string mutex::last_error() const {
     std::lock_guard lock(m_impl->m_state_mutex);

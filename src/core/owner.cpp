@@ -16,16 +16,20 @@ namespace {
 process_identity make_identity() {
     process_identity p;
     std::array<char, 256> host{};
-    if (gethostname(host.data(), host.size() - 1) == 0) p.host = host.data();
-    if (p.host.empty()) p.host = "unknown-host";
-    if (p.host.size() > 64) p.host.resize(64);
+    if (gethostname(host.data(), host.size() - 1) == 0)
+        p.host = host.data();
+    if (p.host.empty())
+        p.host = "unknown-host";
+    if (p.host.size() > 64)
+        p.host.resize(64);
     p.pid = static_cast<std::int64_t>(getpid());
 
     std::array<unsigned char, 16> nonce{};
     std::size_t filled = 0;
     while (filled < nonce.size()) {
         const auto n = getrandom(nonce.data() + filled, nonce.size() - filled, 0);
-        if (n < 0) throw error(errc::backend, "getrandom() failed: cannot create an owner id");
+        if (n < 0)
+            throw error(errc::backend, "getrandom() failed: cannot create an owner id");
         filled += static_cast<std::size_t>(n);
     }
     std::string hex;

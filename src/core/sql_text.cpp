@@ -9,7 +9,9 @@ namespace sqlock::detail {
 
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
 
 /// Length of the quoted literal, identifier or comment starting at sql[i], or 0 when sql[i]
 /// starts none. Quotes are closed by the same character (doubling escapes it).
@@ -42,11 +44,13 @@ std::size_t skip_quoted_or_comment(std::string_view sql, std::size_t i) {
 
 /// Length of a PostgreSQL dollar-quoted body ($tag$ ... $tag$) starting at sql[i], or 0.
 std::size_t skip_dollar_quote(std::string_view sql, std::size_t i) {
-    if (sql[i] != '$') return 0;
+    if (sql[i] != '$')
+        return 0;
     std::size_t j = i + 1;
     while (j < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[j])) || sql[j] == '_'))
         ++j;
-    if (j >= sql.size() || sql[j] != '$' || (j > i + 1 && is_digit(sql[i + 1]))) return 0;
+    if (j >= sql.size() || sql[j] != '$' || (j > i + 1 && is_digit(sql[i + 1])))
+        return 0;
     const std::string_view tag = sql.substr(i, j - i + 1);
     const auto end = sql.find(tag, j + 1);
     return (end == std::string_view::npos ? sql.size() : end + tag.size()) - i;
@@ -67,9 +71,12 @@ rewritten_sql rewrite_placeholders(std::string_view sql, placeholder_style style
         if (sql[i] == '$' && i + 1 < sql.size() && is_digit(sql[i + 1])) {
             std::size_t j = i + 1;
             int number = 0;
-            while (j < sql.size() && is_digit(sql[j])) number = number * 10 + (sql[j++] - '0');
+            while (j < sql.size() && is_digit(sql[j]))
+                number = number * 10 + (sql[j++] - '0');
             switch (style) {
-            case placeholder_style::dollar: out.text.append(sql.substr(i, j - i)); break;
+            case placeholder_style::dollar:
+                out.text.append(sql.substr(i, j - i));
+                break;
             case placeholder_style::question_numbered:
                 out.text += '?';
                 out.text.append(sql.substr(i + 1, j - i - 1));
@@ -106,7 +113,8 @@ std::string expand_identifiers(std::string_view sql,
                     break;
                 }
             }
-            if (!found) throw std::logic_error("unknown identifier {" + std::string(key) + "} in SQL");
+            if (!found)
+                throw std::logic_error("unknown identifier {" + std::string(key) + "} in SQL");
             i = close + 1;
             continue;
         }
@@ -122,9 +130,8 @@ std::vector<std::string> split_script(std::string_view script) {
         // Keep only statements with something besides whitespace and comments.
         bool has_code = false;
         for (std::size_t i = 0; i < current.size();) {
-            if (const auto n = skip_quoted_or_comment(current, i); n && current[i] != '\'' &&
-                                                                   current[i] != '"' &&
-                                                                   current[i] != '`') {
+            if (const auto n = skip_quoted_or_comment(current, i);
+                n && current[i] != '\'' && current[i] != '"' && current[i] != '`') {
                 i += n;
                 continue;
             }
@@ -134,13 +141,15 @@ std::vector<std::string> split_script(std::string_view script) {
             }
             ++i;
         }
-        if (has_code) statements.push_back(current);
+        if (has_code)
+            statements.push_back(current);
         current.clear();
     };
     std::size_t i = 0;
     while (i < script.size()) {
         std::size_t n = skip_quoted_or_comment(script, i);
-        if (n == 0) n = skip_dollar_quote(script, i);
+        if (n == 0)
+            n = skip_dollar_quote(script, i);
         if (n) {
             current.append(script.substr(i, n));
             i += n;
@@ -148,7 +157,8 @@ std::vector<std::string> split_script(std::string_view script) {
         }
         if (script[i] == ';') {
             std::size_t j = i + 1;
-            while (j < script.size() && (script[j] == ' ' || script[j] == '\t' || script[j] == '\r'))
+            while (j < script.size() &&
+                   (script[j] == ' ' || script[j] == '\t' || script[j] == '\r'))
                 ++j;
             if (j >= script.size() || script[j] == '\n') {
                 flush();
@@ -171,9 +181,8 @@ void validate_table_prefix(std::string_view prefix) {
         return s;
     };
     if (prefix.empty() || prefix.size() > 32)
-        throw error(errc::invalid_argument,
-                    "table prefix must be 1 to 32 characters, got " +
-                        std::to_string(prefix.size()));
+        throw error(errc::invalid_argument, "table prefix must be 1 to 32 characters, got " +
+                                                std::to_string(prefix.size()));
     if (is_digit(prefix[0]))
         throw error(errc::invalid_argument,
                     "table prefix \"" + shown() + "\" must not start with a digit");

@@ -16,9 +16,12 @@ namespace {
 }
 
 int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
     return -1;
 }
 
@@ -33,27 +36,32 @@ std::string percent_decode(std::string_view in, const std::string& shown) {
         }
         const int hi = i + 2 < in.size() ? hex_value(in[i + 1]) : -1;
         const int lo = i + 2 < in.size() ? hex_value(in[i + 2]) : -1;
-        if (i + 2 >= in.size() || hi < 0 || lo < 0) bad_url(shown, "malformed %-escape");
+        if (i + 2 >= in.size() || hi < 0 || lo < 0)
+            bad_url(shown, "malformed %-escape");
         out += static_cast<char>(hi * 16 + lo);
         i += 2;
     }
-    if (out.find('\0') != std::string::npos) bad_url(shown, "%00 is not allowed");
+    if (out.find('\0') != std::string::npos)
+        bad_url(shown, "%00 is not allowed");
     return out;
 }
 
 /// The URL with any password replaced by ***, safe to put into messages and logs.
 std::string redact(std::string_view url) {
     const auto scheme_end = url.find("://");
-    if (scheme_end == std::string_view::npos) return std::string(url);
+    if (scheme_end == std::string_view::npos)
+        return std::string(url);
     const auto authority_start = scheme_end + 3;
     const auto authority_end = url.find_first_of("/?#", authority_start);
     const auto authority = url.substr(authority_start, authority_end == std::string_view::npos
                                                            ? std::string_view::npos
                                                            : authority_end - authority_start);
     const auto at = authority.rfind('@');
-    if (at == std::string_view::npos) return std::string(url);
+    if (at == std::string_view::npos)
+        return std::string(url);
     const auto colon = authority.substr(0, at).find(':');
-    if (colon == std::string_view::npos) return std::string(url);
+    if (colon == std::string_view::npos)
+        return std::string(url);
     std::string out(url.substr(0, authority_start + colon + 1));
     out += "***";
     out += url.substr(authority_start + at);
@@ -66,10 +74,12 @@ connection_config parse_url(std::string_view url) {
     connection_config cfg;
     cfg.redacted_url = redact(url);
     const std::string& shown = cfg.redacted_url;
-    if (url.empty()) bad_url(shown, "it is empty");
+    if (url.empty())
+        bad_url(shown, "it is empty");
 
     const auto colon = url.find(':');
-    if (colon == std::string_view::npos) bad_url(shown, "no scheme");
+    if (colon == std::string_view::npos)
+        bad_url(shown, "no scheme");
     const auto scheme = url.substr(0, colon);
     if (scheme == "sqlite") {
         cfg.kind = backend_kind::sqlite;
@@ -81,8 +91,10 @@ connection_config parse_url(std::string_view url) {
         }
         const auto query = rest.find('?');
         cfg.path = percent_decode(rest.substr(0, query), shown);
-        if (cfg.path.empty()) bad_url(shown, "no database file path");
-        if (query != std::string_view::npos) bad_url(shown, "sqlite URLs take no options");
+        if (cfg.path.empty())
+            bad_url(shown, "no database file path");
+        if (query != std::string_view::npos)
+            bad_url(shown, "sqlite URLs take no options");
         return cfg;
     }
     if (scheme == "postgresql" || scheme == "postgres") {
@@ -95,7 +107,8 @@ connection_config parse_url(std::string_view url) {
         bad_url(shown, "unknown scheme \"" + std::string(scheme.substr(0, 20)) +
                            "\" (use postgresql, mysql, mariadb or sqlite)");
     }
-    if (url.substr(colon, 3) != "://") bad_url(shown, "expected \"://\" after the scheme");
+    if (url.substr(colon, 3) != "://")
+        bad_url(shown, "expected \"://\" after the scheme");
     auto rest = url.substr(colon + 3);
 
     // Split off ?query first, then /database, leaving user:password@host:port.
@@ -109,33 +122,40 @@ connection_config parse_url(std::string_view url) {
         authority = rest.substr(0, slash);
         cfg.database = percent_decode(rest.substr(slash + 1), shown);
     }
-    if (cfg.database.empty()) bad_url(shown, "no database name after the host");
-    if (cfg.database.find('/') != std::string::npos) bad_url(shown, "database name contains '/'");
+    if (cfg.database.empty())
+        bad_url(shown, "no database name after the host");
+    if (cfg.database.find('/') != std::string::npos)
+        bad_url(shown, "database name contains '/'");
 
     if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
         const auto userinfo = authority.substr(0, at);
         authority = authority.substr(at + 1);
         const auto c = userinfo.find(':');
         cfg.user = percent_decode(userinfo.substr(0, c), shown);
-        if (c != std::string_view::npos) cfg.password = percent_decode(userinfo.substr(c + 1), shown);
+        if (c != std::string_view::npos)
+            cfg.password = percent_decode(userinfo.substr(c + 1), shown);
     }
 
     std::string_view port_text;
     if (authority.starts_with("[")) { // [IPv6]:port
         const auto close = authority.find(']');
-        if (close == std::string_view::npos) bad_url(shown, "unterminated [IPv6] host");
+        if (close == std::string_view::npos)
+            bad_url(shown, "unterminated [IPv6] host");
         cfg.host = std::string(authority.substr(1, close - 1));
         const auto after = authority.substr(close + 1);
         if (!after.empty()) {
-            if (after[0] != ':') bad_url(shown, "unexpected text after ]");
+            if (after[0] != ':')
+                bad_url(shown, "unexpected text after ]");
             port_text = after.substr(1);
         }
     } else {
         const auto c = authority.rfind(':');
         cfg.host = percent_decode(authority.substr(0, c), shown);
-        if (c != std::string_view::npos) port_text = authority.substr(c + 1);
+        if (c != std::string_view::npos)
+            port_text = authority.substr(c + 1);
     }
-    if (cfg.host.empty()) bad_url(shown, "no host");
+    if (cfg.host.empty())
+        bad_url(shown, "no host");
     if (!port_text.empty()) {
         int port = 0;
         const auto [end, ec] =
@@ -150,9 +170,11 @@ connection_config parse_url(std::string_view url) {
         const auto amp = query.find('&');
         const auto item = query.substr(0, amp);
         query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-        if (item.empty()) continue;
+        if (item.empty())
+            continue;
         const auto eq = item.find('=');
-        if (eq == std::string_view::npos || eq == 0) bad_url(shown, "options must be key=value");
+        if (eq == std::string_view::npos || eq == 0)
+            bad_url(shown, "options must be key=value");
         cfg.options.emplace_back(percent_decode(item.substr(0, eq), shown),
                                  percent_decode(item.substr(eq + 1), shown));
     }

@@ -7,9 +7,8 @@
 //   release (re-entrant hold)              : release_decrement (UPDATE hold_count - 1 ...)
 // Only when a reply is lost (connection error) one extra inspect_lock resolves the doubt by
 // reading the row by owner: an outcome is never guessed and never blindly retried.
-#include "strategies/strategy.hpp"
-
 #include "core/owner.hpp"
+#include "strategies/strategy.hpp"
 
 #include <charconv>
 
@@ -19,7 +18,8 @@ namespace {
 
 std::int64_t to_int(const std::optional<std::string>& text) {
     std::int64_t v = 0;
-    if (text) std::from_chars(text->data(), text->data() + text->size(), v);
+    if (text)
+        std::from_chars(text->data(), text->data() + text->size(), v);
     return v;
 }
 
@@ -32,7 +32,8 @@ struct lock_row {
 
 std::optional<lock_row> inspect(database_impl& db, std::string_view name) {
     const auto res = db.run(statement::inspect_lock, {name});
-    if (res.rows.empty()) return std::nullopt;
+    if (res.rows.empty())
+        return std::nullopt;
     const auto& r = res.rows.front();
     return lock_row{r.at(0).value_or(""), to_int(r.at(1)), to_int(r.at(2)), to_int(r.at(3))};
 }
@@ -50,7 +51,8 @@ public:
         try {
             return acquire_statement(db, req, nullptr);
         } catch (const error& e) {
-            if (e.code() != errc::connection) throw;
+            if (e.code() != errc::connection)
+                throw;
             // The reply was lost: the grant may or may not have happened. Read the row back.
             const auto row = inspect(db, req.name);
             if (row && row->owner == req.owner && row->expires_in_ms > 0)
@@ -70,23 +72,26 @@ public:
         const bool last = held.hold_count <= 1;
         std::uint64_t affected = 0;
         try {
-            affected = last ? db.run(statement::release_delete,
-                                     {req.name, req.owner, held.token})
+            affected = last ? db.run(statement::release_delete, {req.name, req.owner, held.token})
                                   .affected_rows
                             : db.run(statement::release_decrement,
                                      {req.name, req.owner, held.token, held.hold_count})
                                   .affected_rows;
         } catch (const error& e) {
-            if (e.code() != errc::connection) throw;
+            if (e.code() != errc::connection)
+                throw;
             const auto row = inspect(db, req.name);
             const bool still_ours = row && row->owner == req.owner && row->token == held.token;
-            if (last && !still_ours) return; // our DELETE went through (or the lease moved on)
-            if (!last && still_ours && row->hold_count == held.hold_count - 1) return;
+            if (last && !still_ours)
+                return; // our DELETE went through (or the lease moved on)
+            if (!last && still_ours && row->hold_count == held.hold_count - 1)
+                return;
             throw;
         }
         if (affected == 0)
-            throw_lost(db, req, "its lease expired and was taken over (token " +
-                                    std::to_string(held.token) + " no longer owns the row)");
+            throw_lost(db, req,
+                       "its lease expired and was taken over (token " + std::to_string(held.token) +
+                           " no longer owns the row)");
     }
 
 private:
@@ -96,9 +101,11 @@ private:
         const auto res = db.run(statement::acquire_unique_key,
                                 {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
                                  std::string_view(me.host), me.pid, held_token});
-        if (res.rows.empty()) return std::nullopt;
+        if (res.rows.empty())
+            return std::nullopt;
         const auto& r = res.rows.front();
-        if (to_int(r.at(2)) != 1) return std::nullopt; // row returned but not granted (MySQL)
+        if (to_int(r.at(2)) != 1)
+            return std::nullopt; // row returned but not granted (MySQL)
         return grant{to_int(r.at(0)), to_int(r.at(1))};
     }
 };
@@ -107,9 +114,11 @@ private:
 
 std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend) {
     switch (s) {
-    case strategy::unique_key: return std::make_unique<unique_key_strategy>();
+    case strategy::unique_key:
+        return std::make_unique<unique_key_strategy>();
     case strategy::select_for_update:
-    case strategy::optimistic_version: break;
+    case strategy::optimistic_version:
+        break;
     }
     throw error(errc::unsupported, "strategy " + std::string(to_string(s)) +
                                        " is not implemented yet on " +

@@ -79,7 +79,8 @@ std::string unique_name(const std::string& base) {
 
 std::optional<sqlock::lock_info> row_of(const std::string& name) {
     for (auto& info : db().list())
-        if (info.name == name) return info;
+        if (info.name == name)
+            return info;
     return std::nullopt;
 }
 
@@ -104,9 +105,10 @@ void backdate(sqlock::database& database, const std::string& name, std::chrono::
               " SECOND WHERE name = '" + name + "'";
         break;
     case sqlock::backend_kind::sqlite:
-        sql = "UPDATE \"" + table +
-              "\" SET expires_at = CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) - " +
-              secs + "000 WHERE name = '" + name + "'";
+        sql =
+            "UPDATE \"" + table +
+            "\" SET expires_at = CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) - " +
+            secs + "000 WHERE name = '" + name + "'";
         break;
     }
     exec_sql(database, sql);
@@ -115,13 +117,17 @@ void backdate(sqlock::database& database, const std::string& name, std::chrono::
 pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
             const std::string& stdout_file) {
     std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     std::vector<std::string> env_storage;
-    for (char** e = environ; *e; ++e) env_storage.emplace_back(*e);
-    for (const auto& e : extra_env) env_storage.push_back(e);
+    for (char** e = environ; *e; ++e)
+        env_storage.emplace_back(*e);
+    for (const auto& e : extra_env)
+        env_storage.push_back(e);
     std::vector<char*> env;
-    for (auto& e : env_storage) env.push_back(e.data());
+    for (auto& e : env_storage)
+        env.push_back(e.data());
     env.push_back(nullptr);
 
     const pid_t pid = fork();
@@ -130,7 +136,8 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
         setpgid(0, 0);
         if (!stdout_file.empty()) {
             const int fd = open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            if (fd >= 0) dup2(fd, 1);
+            if (fd >= 0)
+                dup2(fd, 1);
         }
         execve(args[0], args.data(), env.data());
         _exit(127);
@@ -142,10 +149,13 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
 int wait_exit(pid_t pid) {
     int status = 0;
     while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) return -1;
+        if (errno != EINTR)
+            return -1;
     }
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
     return -1;
 }
 

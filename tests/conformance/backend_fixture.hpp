@@ -2,10 +2,9 @@
 // helpers shared by the conformance tests.
 #pragma once
 
-#include <sqlock/sqlock.hpp>
-
 #include <chrono>
 #include <optional>
+#include <sqlock/sqlock.hpp>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -48,7 +47,8 @@ template <class F>
 bool eventually(F condition, std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!condition()) {
-        if (std::chrono::steady_clock::now() >= deadline) return false;
+        if (std::chrono::steady_clock::now() >= deadline)
+            return false;
         struct timespec ts {
             0, 5'000'000
         };

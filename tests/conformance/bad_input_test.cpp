@@ -42,8 +42,8 @@ std::string dead_port_url() {
     getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
     const int port = ntohs(addr.sin_port);
     close(fd);
-    const auto scheme = test::backend().kind == sqlock::backend_kind::postgresql ? "postgresql"
-                                                                                 : "mysql";
+    const auto scheme =
+        test::backend().kind == sqlock::backend_kind::postgresql ? "postgresql" : "mysql";
     return std::string(scheme) + "://u:pw@127.0.0.1:" + std::to_string(port) + "/db";
 }
 
@@ -62,7 +62,8 @@ TEST_CASE("lock names: empty, too long, NUL, invalid UTF-8") {
 }
 
 TEST_CASE("the longest name works end to end") {
-    sqlock::mutex m(db(), std::string(sqlock::max_name_length - 12, 'n') + test::unique_name("").substr(0, 12));
+    sqlock::mutex m(db(), std::string(sqlock::max_name_length - 12, 'n') +
+                              test::unique_name("").substr(0, 12));
     CHECK(m.try_lock());
     m.unlock();
     CHECK(m.last_error().empty());

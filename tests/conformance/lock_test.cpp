@@ -22,7 +22,6 @@ sqlock::mutex_options opts(std::chrono::milliseconds ttl = 30s) {
     return o;
 }
 
-
 } // namespace
 
 TEST_CASE("lock, try_lock and unlock exclude another owner") {
@@ -222,13 +221,15 @@ TEST_CASE("threads with their own mutex objects never overlap") {
             mutex m(db(), name, opts());
             for (int i = 0; i < 15; ++i) {
                 std::lock_guard g(m);
-                if (inside.fetch_add(1) != 0) overlap = true;
+                if (inside.fetch_add(1) != 0)
+                    overlap = true;
                 ++counter; // protected only by the distributed lock
                 inside.fetch_sub(1);
             }
         });
     }
-    for (auto& t : threads) t.join();
+    for (auto& t : threads)
+        t.join();
     CHECK_FALSE(overlap.load());
     CHECK(counter == 60);
 }
@@ -257,7 +258,8 @@ TEST_CASE("names compare byte for byte") {
     CHECK(b.try_lock());
     CHECK(c.try_lock());
     CHECK(d.try_lock());
-    for (auto* m : {&a, &b, &c, &d}) m->unlock();
+    for (auto* m : {&a, &b, &c, &d})
+        m->unlock();
 }
 
 TEST_CASE("a crashed holder's lease frees itself at expiry, with no reaper") {
@@ -295,7 +297,9 @@ TEST_CASE("statement budget: uncontended acquire, re-entry and release are one s
     const auto name = unique_name("budget");
     mutex a(db(), name, opts());
     const auto& impl = *db().impl();
-    auto sent = [&] { return impl.statements_sent(); };
+    auto sent = [&] {
+        return impl.statements_sent();
+    };
     // Warm the pooled connection's prepared statements first (a per-connection, one-time cost).
     a.lock();
     a.unlock();

@@ -22,7 +22,8 @@ TEST_CASE("migrate is idempotent and safe when run concurrently") {
             }
         });
     }
-    for (auto& t : migrators) t.join();
+    for (auto& t : migrators)
+        t.join();
     CHECK(failures.load() == 0);
     CHECK(fresh.schema_version() == sqlock::database::expected_schema_version(fresh.backend()));
     fresh.migrate(); // again: nothing to do

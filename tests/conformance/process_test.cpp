@@ -13,8 +13,9 @@ using test::row_of;
 
 namespace {
 
-
-std::string url_env() { return "SQLOCK_URL=" + test::backend().url; }
+std::string url_env() {
+    return "SQLOCK_URL=" + test::backend().url;
+}
 
 } // namespace
 
@@ -28,7 +29,8 @@ TEST_CASE("processes contending for one name never overlap; tokens increase") {
         pids.push_back(test::spawn({SQLOCK_CONTENDER_PATH, test::backend().url, name, "30000",
                                     std::to_string(iterations), log, "unique_key"}));
     }
-    for (const auto pid : pids) CHECK(test::wait_exit(pid) == 0);
+    for (const auto pid : pids)
+        CHECK(test::wait_exit(pid) == 0);
 
     std::istringstream in(test::read_file(log));
     std::int64_t token = 0;
@@ -38,7 +40,8 @@ TEST_CASE("processes contending for one name never overlap; tokens increase") {
     bool increasing = true;
     while (in >> token >> pid) {
         ++lines;
-        if (token <= last) increasing = false;
+        if (token <= last)
+            increasing = false;
         last = token;
     }
     CHECK(lines == processes * iterations);
@@ -81,9 +84,9 @@ TEST_CASE("sqlock run --wait: exits 75 without running the command when the lock
     const auto marker = test::backend().scratch_dir + "/" + name + ".ran";
     for (const char* wait : {"0", "300ms"}) {
         const auto start = std::chrono::steady_clock::now();
-        const pid_t p = test::spawn({SQLOCK_CLI_PATH, "run", name, "--wait", wait, "--",
-                                     "/usr/bin/touch", marker},
-                                    {url_env()});
+        const pid_t p = test::spawn(
+            {SQLOCK_CLI_PATH, "run", name, "--wait", wait, "--", "/usr/bin/touch", marker},
+            {url_env()});
         CHECK(test::wait_exit(p) == 75);
         CHECK(std::chrono::steady_clock::now() - start < 3s);
     }
@@ -111,7 +114,7 @@ TEST_CASE("sqlock migrate --print writes DDL without connecting; bad usage exits
     CHECK(test::wait_exit(p) == 0);
     CHECK(test::read_file(out).find("CREATE TABLE") != std::string::npos);
     CHECK(test::wait_exit(test::spawn({SQLOCK_CLI_PATH, "run"}, {url_env()})) == 64);
-    CHECK(test::wait_exit(test::spawn({SQLOCK_CLI_PATH, "run", "x", "--ttl", "-3s", "--",
-                                       "/bin/true"},
-                                      {url_env()})) == 64);
+    CHECK(test::wait_exit(test::spawn(
+              {SQLOCK_CLI_PATH, "run", "x", "--ttl", "-3s", "--", "/bin/true"}, {url_env()})) ==
+          64);
 }

@@ -1,11 +1,11 @@
 // Uses only the installed public headers: no libpqxx / Connector / sqlite3 types leak.
-#include <sqlock/sqlock.hpp>
-
 #include <iostream>
 #include <mutex>
+#include <sqlock/sqlock.hpp>
 
 int main(int argc, char** argv) {
-    if (argc != 2) return 2;
+    if (argc != 2)
+        return 2;
     auto db = sqlock::connect(argv[1]);
     db.migrate();
     sqlock::mutex m(db, "install-smoke");

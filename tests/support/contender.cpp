@@ -3,13 +3,12 @@
 // While holding the lock it creates LOG.inside with O_EXCL (failing if another holder is in
 // its critical section), appends "token pid" to LOG, and removes the marker before unlocking.
 // Exit codes: 0 ok, 3 overlap seen, 4 unlock reported a failure, 2 usage, 1 other error.
-#include <sqlock/sqlock.hpp>
-
 #include <cerrno>
 #include <cstdio>
 #include <fcntl.h>
 #include <iostream>
 #include <random>
+#include <sqlock/sqlock.hpp>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -40,7 +39,8 @@ int main(int argc, char** argv) {
             const std::string line =
                 std::to_string(m.token()) + " " + std::to_string(getpid()) + "\n";
             const int out = open(log.c_str(), O_CREAT | O_APPEND | O_WRONLY, 0644);
-            if (out < 0 || write(out, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+            if (out < 0 ||
+                write(out, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
                 return 1;
             close(out);
             std::this_thread::sleep_for(std::chrono::microseconds(200 + rng() % 800));

@@ -25,7 +25,8 @@ TEST_CASE("every backend has the same migration versions") {
         std::vector<std::string> files;
         for (const auto& f : embedded_files()) {
             const auto dir = "migrations/" + backend + "/";
-            if (f.path.starts_with(dir)) files.emplace_back(f.path.substr(dir.size(), 4));
+            if (f.path.starts_with(dir))
+                files.emplace_back(f.path.substr(dir.size(), 4));
         }
         return files;
     };

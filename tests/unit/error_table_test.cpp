@@ -12,12 +12,10 @@ TEST_CASE("postgresql SQLSTATE classification") {
         const char* sqlstate;
         errc expected;
     } cases[] = {
-        {"08006", errc::connection},     {"08001", errc::connection},
-        {"28P01", errc::connection},     {"3D000", errc::connection},
-        {"57P01", errc::connection},     {"42P01", errc::schema_missing},
-        {"55P03", errc::timeout},        {"57014", errc::timeout},
-        {"40001", errc::conflict},       {"40P01", errc::conflict},
-        {"23505", errc::backend},        {"22001", errc::backend},
+        {"08006", errc::connection}, {"08001", errc::connection}, {"28P01", errc::connection},
+        {"3D000", errc::connection}, {"57P01", errc::connection}, {"42P01", errc::schema_missing},
+        {"55P03", errc::timeout},    {"57014", errc::timeout},    {"40001", errc::conflict},
+        {"40P01", errc::conflict},   {"23505", errc::backend},    {"22001", errc::backend},
         {"42601", errc::backend},
     };
     for (const auto& c : cases) {
@@ -47,10 +45,10 @@ TEST_CASE("sqlite result code classification") {
         int code;
         errc expected;
     } cases[] = {
-        {SQLITE_BUSY, errc::timeout},           {SQLITE_BUSY_SNAPSHOT, errc::conflict},
-        {SQLITE_LOCKED, errc::conflict},        {SQLITE_CANTOPEN, errc::connection},
-        {SQLITE_NOTADB, errc::connection},      {SQLITE_CONSTRAINT_PRIMARYKEY, errc::backend},
-        {SQLITE_READONLY, errc::backend},       {SQLITE_ERROR, errc::backend},
+        {SQLITE_BUSY, errc::timeout},      {SQLITE_BUSY_SNAPSHOT, errc::conflict},
+        {SQLITE_LOCKED, errc::conflict},   {SQLITE_CANTOPEN, errc::connection},
+        {SQLITE_NOTADB, errc::connection}, {SQLITE_CONSTRAINT_PRIMARYKEY, errc::backend},
+        {SQLITE_READONLY, errc::backend},  {SQLITE_ERROR, errc::backend},
     };
     for (const auto& c : cases) {
         CAPTURE(c.code);

@@ -1,10 +1,9 @@
 // sqlock::mutex is a standard TimedLockable type, checked at compile time.
-#include <sqlock/sqlock.hpp>
-
 #include <chrono>
 #include <concepts>
 #include <doctest/doctest.h>
 #include <mutex>
+#include <sqlock/sqlock.hpp>
 
 namespace {
 
@@ -12,8 +11,8 @@ template <class M>
 concept timed_lockable = requires(M m, std::chrono::milliseconds d,
                                   std::chrono::steady_clock::time_point tp,
                                   std::chrono::system_clock::time_point sys) {
-    { m.lock() };
-    { m.unlock() };
+    {m.lock()};
+    {m.unlock()};
     { m.try_lock() } -> std::convertible_to<bool>;
     { m.try_lock_for(d) } -> std::convertible_to<bool>;
     { m.try_lock_until(tp) } -> std::convertible_to<bool>;

@@ -40,8 +40,8 @@ TEST_CASE("scripts split at line-ending semicolons, not inside bodies") {
 TEST_CASE("table prefixes are validated before they reach SQL") {
     CHECK_NOTHROW(validate_table_prefix("sqlock_"));
     CHECK_NOTHROW(validate_table_prefix("App_Locks2"));
-    for (const char* hostile : {"", "1abc", "x\"; DROP TABLE t; --", "a`b", "a b", "ä",
-                                "locks\x01", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" /* 33 */}) {
+    for (const char* hostile : {"", "1abc", "x\"; DROP TABLE t; --", "a`b", "a b", "ä", "locks\x01",
+                                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" /* 33 */}) {
         CAPTURE(hostile);
         try {
             validate_table_prefix(hostile);

@@ -63,7 +63,7 @@ TEST_CASE("url: malformed input is invalid_argument") {
     CHECK(code_of("postgresql:/h/d") == errc::invalid_argument);
     CHECK(code_of("postgresql://u:p@h:99999/d") == errc::invalid_argument);
     CHECK(code_of("postgresql://u:p@h:12x/d") == errc::invalid_argument);
-    CHECK(code_of("postgresql://u:p@h:5432") == errc::invalid_argument); // no database
+    CHECK(code_of("postgresql://u:p@h:5432") == errc::invalid_argument);  // no database
     CHECK(code_of("postgresql://u:p@:5432/d") == errc::invalid_argument); // no host
     CHECK(code_of("postgresql://u:p%zz@h/d") == errc::invalid_argument);
     CHECK(code_of("sqlite:") == errc::invalid_argument);

@@ -1,14 +1,13 @@
 // sqlock — command-line tool: migrate, run a command under a lock, list locks.
 #include "cli.hpp"
 
-#include <sqlock/sqlock.hpp>
-
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <sqlock/sqlock.hpp>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,7 +17,8 @@ namespace {
 
 using namespace sqlock::cli;
 
-constexpr const char* main_help = R"(sqlock — distributed locks in PostgreSQL, MySQL/MariaDB or SQLite
+constexpr const char* main_help =
+    R"(sqlock — distributed locks in PostgreSQL, MySQL/MariaDB or SQLite
 
 usage: sqlock [--url URL] COMMAND [OPTIONS]
 
@@ -49,7 +49,8 @@ at once. With --print, writes the DDL for the URL's backend to stdout instead (n
 applied; the database is not contacted), for a DBA's own migration tool.
 )";
 
-constexpr const char* run_help = R"(usage: sqlock [--url URL] run NAME [--strategy S] [--ttl D] [--wait D] -- CMD [ARGS...]
+constexpr const char* run_help =
+    R"(usage: sqlock [--url URL] run NAME [--strategy S] [--ttl D] [--wait D] -- CMD [ARGS...]
 
 Acquires lock NAME, runs CMD with the grant's fencing token in $SQLOCK_TOKEN (and the name in
 $SQLOCK_NAME), releases the lock when CMD exits, and exits with CMD's status.
@@ -86,44 +87,58 @@ struct options {
 
 std::chrono::milliseconds duration_arg(const std::string& flag, const std::string& value) {
     const auto d = parse_duration(value);
-    if (!d) throw usage_error(flag + ": \"" + value + "\" is not a duration (try 500ms, 30s, 10m)");
+    if (!d)
+        throw usage_error(flag + ": \"" + value + "\" is not a duration (try 500ms, 30s, 10m)");
     return *d;
 }
 
 options parse_args(int argc, char** argv) {
     options o;
-    if (const char* env = std::getenv("SQLOCK_URL")) o.url = env;
+    if (const char* env = std::getenv("SQLOCK_URL"))
+        o.url = env;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw usage_error(a + " needs a value");
+            if (i + 1 >= argc)
+                throw usage_error(a + " needs a value");
             return argv[++i];
         };
         if (a == "--") {
-            for (++i; i < argc; ++i) o.exec.emplace_back(argv[i]);
+            for (++i; i < argc; ++i)
+                o.exec.emplace_back(argv[i]);
             break;
         }
-        if (a == "-h" || a == "--help") o.help = true;
-        else if (a == "--url") o.url = value();
-        else if (a == "--table-prefix") o.connect.table_prefix = value();
-        else if (a == "--connect-timeout") o.connect.connect_timeout = duration_arg(a, value());
-        else if (o.command.empty() && !a.starts_with("-")) o.command = a;
-        else if (o.command.empty() && a == "--version") o.command = a;
-        else o.args.push_back(a);
+        if (a == "-h" || a == "--help")
+            o.help = true;
+        else if (a == "--url")
+            o.url = value();
+        else if (a == "--table-prefix")
+            o.connect.table_prefix = value();
+        else if (a == "--connect-timeout")
+            o.connect.connect_timeout = duration_arg(a, value());
+        else if (o.command.empty() && !a.starts_with("-"))
+            o.command = a;
+        else if (o.command.empty() && a == "--version")
+            o.command = a;
+        else
+            o.args.push_back(a);
     }
     return o;
 }
 
 sqlock::database open(const options& o) {
-    if (o.url.empty()) throw usage_error("no database: pass --url URL or set SQLOCK_URL");
+    if (o.url.empty())
+        throw usage_error("no database: pass --url URL or set SQLOCK_URL");
     return sqlock::connect(o.url, o.connect);
 }
 
 int cmd_migrate(const options& o) {
     bool print = false;
     for (const auto& a : o.args) {
-        if (a == "--print") print = true;
-        else throw usage_error("migrate: unknown option " + a);
+        if (a == "--print")
+            print = true;
+        else
+            throw usage_error("migrate: unknown option " + a);
     }
     if (print) {
         // Build the DDL without connecting: a DBA may not have access yet.
@@ -145,56 +160,70 @@ int cmd_migrate(const options& o) {
 volatile sig_atomic_t g_child = 0;
 
 void forward_signal(int sig) {
-    if (g_child > 0) kill(static_cast<pid_t>(g_child), sig);
+    if (g_child > 0)
+        kill(static_cast<pid_t>(g_child), sig);
 }
 
 int wait_for_child(pid_t child) {
     int status = 0;
     while (waitpid(child, &status, 0) < 0) {
-        if (errno != EINTR) return exit_software;
+        if (errno != EINTR)
+            return exit_software;
     }
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
     return exit_software;
 }
 
 int cmd_run(const options& o) {
-    if (o.args.empty()) throw usage_error("run: missing lock NAME");
+    if (o.args.empty())
+        throw usage_error("run: missing lock NAME");
     const std::string name = o.args[0];
     sqlock::mutex_options mo;
     std::optional<std::chrono::milliseconds> wait;
     for (std::size_t i = 1; i < o.args.size(); ++i) {
         const auto& a = o.args[i];
         auto value = [&]() -> std::string {
-            if (i + 1 >= o.args.size()) throw usage_error(a + " needs a value");
+            if (i + 1 >= o.args.size())
+                throw usage_error(a + " needs a value");
             return o.args[++i];
         };
-        if (a == "--strategy") mo.strategy = sqlock::parse_strategy(value());
-        else if (a == "--ttl") mo.ttl = duration_arg(a, value());
-        else if (a == "--wait") wait = duration_arg(a, value());
-        else throw usage_error("run: unknown option " + a);
+        if (a == "--strategy")
+            mo.strategy = sqlock::parse_strategy(value());
+        else if (a == "--ttl")
+            mo.ttl = duration_arg(a, value());
+        else if (a == "--wait")
+            wait = duration_arg(a, value());
+        else
+            throw usage_error("run: unknown option " + a);
     }
-    if (o.exec.empty()) throw usage_error("run: missing \"-- CMD\" to run under the lock");
+    if (o.exec.empty())
+        throw usage_error("run: missing \"-- CMD\" to run under the lock");
 
     auto db = open(o);
     sqlock::mutex m(db, name, mo);
-    const bool granted = !wait ? (m.lock(), true) : wait->count() == 0 ? m.try_lock()
-                                                                      : m.try_lock_for(*wait);
+    const bool granted = !wait                ? (m.lock(), true)
+                         : wait->count() == 0 ? m.try_lock()
+                                              : m.try_lock_for(*wait);
     if (!granted) {
-        std::cerr << "sqlock: lock \"" << name << "\" not granted within "
-                  << wait->count() << " ms\n";
+        std::cerr << "sqlock: lock \"" << name << "\" not granted within " << wait->count()
+                  << " ms\n";
         return exit_timeout;
     }
     const std::string token = std::to_string(m.token());
 
     std::vector<char*> child_argv;
-    for (const auto& e : o.exec) child_argv.push_back(const_cast<char*>(e.c_str()));
+    for (const auto& e : o.exec)
+        child_argv.push_back(const_cast<char*>(e.c_str()));
     child_argv.push_back(nullptr);
 
     struct sigaction sa {};
     sa.sa_handler = forward_signal;
     sigemptyset(&sa.sa_mask);
-    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP})
+        sigaction(sig, &sa, nullptr);
 
     const pid_t child = fork();
     if (child < 0) {
@@ -205,7 +234,8 @@ int cmd_run(const options& o) {
     if (child == 0) {
         setenv("SQLOCK_TOKEN", token.c_str(), 1);
         setenv("SQLOCK_NAME", name.c_str(), 1);
-        for (const int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_DFL);
+        for (const int sig : {SIGINT, SIGTERM, SIGHUP})
+            signal(sig, SIG_DFL);
         execvp(child_argv[0], child_argv.data());
         const int err = errno;
         std::cerr << "sqlock: cannot run " << o.exec[0] << ": " << std::strerror(err) << "\n";
@@ -223,8 +253,10 @@ int cmd_run(const options& o) {
 int cmd_list(const options& o) {
     bool json = false;
     for (const auto& a : o.args) {
-        if (a == "--json") json = true;
-        else throw usage_error("list: unknown option " + a);
+        if (a == "--json")
+            json = true;
+        else
+            throw usage_error("list: unknown option " + a);
     }
     auto db = open(o);
     const auto locks = db.list();
@@ -233,8 +265,8 @@ int cmd_list(const options& o) {
         for (std::size_t i = 0; i < locks.size(); ++i) {
             const auto& l = locks[i];
             std::cout << (i ? ",\n " : "\n ") << "{\"name\": " << json_quote(l.name)
-                      << ", \"owner\": " << json_quote(l.owner) << ", \"host\": "
-                      << json_quote(l.host) << ", \"pid\": " << l.pid
+                      << ", \"owner\": " << json_quote(l.owner)
+                      << ", \"host\": " << json_quote(l.host) << ", \"pid\": " << l.pid
                       << ", \"strategy\": " << json_quote(l.strategy) << ", \"token\": " << l.token
                       << ", \"hold_count\": " << l.hold_count
                       << ", \"acquired_at\": " << json_quote(l.acquired_at)
@@ -249,14 +281,16 @@ int cmd_list(const options& o) {
         std::cout << "no locks in " << db.url() << "\n";
         return exit_ok;
     }
-    std::printf("%-32s %10s %5s %-12s %-28s %s\n", "NAME", "TOKEN", "HOLDS", "STRATEGY",
-                "HOLDER", "EXPIRES");
+    std::printf("%-32s %10s %5s %-12s %-28s %s\n", "NAME", "TOKEN", "HOLDS", "STRATEGY", "HOLDER",
+                "EXPIRES");
     for (const auto& l : locks) {
         const std::string holder = l.host + ":" + std::to_string(l.pid);
         const double secs = static_cast<double>(l.expires_in.count()) / 1000.0;
         char expires[64];
-        if (l.expired()) std::snprintf(expires, sizeof expires, "expired %.1fs ago", -secs);
-        else std::snprintf(expires, sizeof expires, "in %.1fs", secs);
+        if (l.expired())
+            std::snprintf(expires, sizeof expires, "expired %.1fs ago", -secs);
+        else
+            std::snprintf(expires, sizeof expires, "in %.1fs", secs);
         std::printf("%-32s %10lld %5lld %-12s %-28s %s (%s UTC)\n", l.name.c_str(),
                     static_cast<long long>(l.token), static_cast<long long>(l.hold_count),
                     l.strategy.c_str(), holder.c_str(), expires, l.expires_at.c_str());
@@ -266,11 +300,15 @@ int cmd_list(const options& o) {
 
 int exit_code_for(const sqlock::error& e) {
     switch (e.code()) {
-    case sqlock::errc::invalid_argument: return exit_usage;
-    case sqlock::errc::connection: return exit_unavailable;
+    case sqlock::errc::invalid_argument:
+        return exit_usage;
+    case sqlock::errc::connection:
+        return exit_unavailable;
     case sqlock::errc::schema_missing:
-    case sqlock::errc::schema_mismatch: return exit_config;
-    default: return exit_software;
+    case sqlock::errc::schema_mismatch:
+        return exit_config;
+    default:
+        return exit_software;
     }
 }
 
@@ -292,7 +330,8 @@ int main(int argc, char** argv) {
             return o.help || o.command == "help" ? exit_ok : exit_usage;
         }
         const auto it = commands.find(o.command);
-        if (it == commands.end()) throw usage_error("unknown command \"" + o.command + "\"");
+        if (it == commands.end())
+            throw usage_error("unknown command \"" + o.command + "\"");
         if (o.help) {
             std::cout << it->second.second;
             return exit_ok;

@@ -11,7 +11,7 @@
 namespace sqlock::detail {
 
 errc classify_mysql_errno(int code) {
-    static constexpr std::array<std::pair<int, errc>, 40> table = {{
+    static constexpr std::array<std::pair<int, errc>, 41> table = {{
         // --- could not reach the server, or the connection is gone ---
         {1040, errc::connection}, // ER_CON_COUNT_ERROR: too many connections
         {1044, errc::connection}, // ER_DBACCESS_DENIED_ERROR: no access to the database
@@ -40,7 +40,11 @@ errc classify_mysql_errno(int code) {
 
         // --- lock tables (or the token sequence) missing: run "sqlock migrate" ---
         {1146, errc::schema_missing}, // ER_NO_SUCH_TABLE
-        {4091, errc::schema_missing}, // ER_UNKNOWN_SEQUENCES (MariaDB): NEXTVAL on a missing sequence
+        {4091, errc::schema_missing}, // ER_UNKNOWN_SEQUENCES (MariaDB): SELECT NEXTVAL(missing)
+        // (inside INSERT a missing sequence reports 1146 instead)
+
+        // --- something else sits under a sqlock name ---
+        {4089, errc::schema_mismatch}, // ER_NOT_SEQUENCE (MariaDB): a table named like the sequence
 
         // --- a server-side wait or statement deadline passed ---
         {1205, errc::timeout}, // ER_LOCK_WAIT_TIMEOUT (MariaDB also uses it for NOWAIT / WAIT n)
@@ -65,7 +69,8 @@ errc classify_mysql_errno(int code) {
         {1290, errc::backend}, // ER_OPTION_PREVENTS_STATEMENT: e.g. server is --read-only
     }};
     for (const auto& [number, category] : table)
-        if (number == code) return category;
+        if (number == code)
+            return category;
     return errc::backend;
 }
 

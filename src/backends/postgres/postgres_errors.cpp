@@ -48,11 +48,13 @@ constexpr std::array<sqlstate_rule, 23> sqlstate_rules{{
 
 errc classify_postgres_sqlstate(std::string_view sqlstate) {
     for (const auto& rule : sqlstate_rules) {
-        if (rule.code.size() == 5 && rule.code == sqlstate) return rule.category;
+        if (rule.code.size() == 5 && rule.code == sqlstate)
+            return rule.category;
     }
     if (sqlstate.size() == 5) {
         for (const auto& rule : sqlstate_rules) {
-            if (rule.code.size() == 2 && sqlstate.starts_with(rule.code)) return rule.category;
+            if (rule.code.size() == 2 && sqlstate.starts_with(rule.code))
+                return rule.category;
         }
     }
     return errc::backend;

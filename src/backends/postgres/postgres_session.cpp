@@ -12,27 +12,25 @@
 #include "backends/backend.hpp"
 #include "core/session.hpp"
 
-#include <libpq-fe.h>
-#include <sys/socket.h>
-
-#include <pqxx/connection>
-#include <pqxx/except>
-#include <pqxx/nontransaction>
-#include <pqxx/prepared_statement>
-#include <pqxx/result>
-
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <libpq-fe.h>
 #include <memory>
 #include <new>
 #include <optional>
+#include <pqxx/connection>
+#include <pqxx/except>
+#include <pqxx/nontransaction>
+#include <pqxx/prepared_statement>
+#include <pqxx/result>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <sys/socket.h>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -46,7 +44,8 @@ std::string quote_postgres_identifier(std::string_view identifier) {
     out.reserve(identifier.size() + 2);
     out += '"';
     for (const char c : identifier) {
-        if (c == '"') out += '"';
+        if (c == '"')
+            out += '"';
         out += c;
     }
     out += '"';
@@ -59,11 +58,13 @@ const std::string backend_name = "postgresql";
 
 /// Appends `key='value'` to a libpq conninfo string (inside quotes \ and ' are escaped).
 void append_conninfo(std::string& out, std::string_view key, std::string_view value) {
-    if (!out.empty()) out += ' ';
+    if (!out.empty())
+        out += ' ';
     out.append(key);
     out += "='";
     for (const char c : value) {
-        if (c == '\\' || c == '\'') out += '\\';
+        if (c == '\\' || c == '\'')
+            out += '\\';
         out += c;
     }
     out += '\'';
@@ -71,10 +72,14 @@ void append_conninfo(std::string& out, std::string_view key, std::string_view va
 
 std::string build_conninfo(const connection_config& config) {
     std::string info;
-    if (!config.host.empty()) append_conninfo(info, "host", config.host);
-    if (config.port > 0) append_conninfo(info, "port", std::to_string(config.port));
-    if (!config.user.empty()) append_conninfo(info, "user", config.user);
-    if (!config.password.empty()) append_conninfo(info, "password", config.password);
+    if (!config.host.empty())
+        append_conninfo(info, "host", config.host);
+    if (config.port > 0)
+        append_conninfo(info, "port", std::to_string(config.port));
+    if (!config.user.empty())
+        append_conninfo(info, "user", config.user);
+    if (!config.password.empty())
+        append_conninfo(info, "password", config.password);
     append_conninfo(info, "dbname", config.database);
     // libpq counts whole seconds and treats 1 as 2.
     const auto timeout_ms = config.connect_timeout.count();
@@ -94,7 +99,8 @@ std::string build_conninfo(const connection_config& config) {
         append_conninfo(info, "tcp_user_timeout", std::to_string(user_timeout_ms));
     }
     // URL options (sslmode, ...) come last so that they may override the defaults above.
-    for (const auto& [key, value] : config.options) append_conninfo(info, key, value);
+    for (const auto& [key, value] : config.options)
+        append_conninfo(info, key, value);
     return info;
 }
 
@@ -108,16 +114,18 @@ void validate_conninfo(const std::string& conninfo, const std::string& redacted_
         return;
     }
     std::string why = errmsg ? errmsg : "out of memory";
-    if (errmsg) PQfreemem(errmsg);
-    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    if (errmsg)
+        PQfreemem(errmsg);
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' '))
+        why.pop_back();
     throw error(errc::invalid_argument,
-                "postgresql: bad connection option in " + redacted_url + ": " + why,
-                backend_name);
+                "postgresql: bad connection option in " + redacted_url + ": " + why, backend_name);
 }
 
 bool starts_with_any(std::string_view line, std::initializer_list<std::string_view> prefixes) {
     for (const auto p : prefixes)
-        if (line.starts_with(p)) return true;
+        if (line.starts_with(p))
+            return true;
     return false;
 }
 
@@ -149,21 +157,25 @@ std::string clean_message(std::string_view text) {
         for (const char c : line) {
             const bool space = c == ' ' || c == '\t' || c == '\r';
             if (space) {
-                if (!out.empty() && out.back() != ' ') out += ' ';
+                if (!out.empty() && out.back() != ' ')
+                    out += ' ';
             } else {
                 out += c;
             }
         }
-        if (!out.empty() && out.back() != ' ') out += ' ';
+        if (!out.empty() && out.back() != ' ')
+            out += ' ';
         first = false;
     }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
+    while (!out.empty() && out.back() == ' ')
+        out.pop_back();
     return out.empty() ? std::string("(no message)") : out;
 }
 
 /// Replaces the password if libpq ever echoed it (it does not today; this is a safety net).
 std::string scrub(std::string message, const std::string& password) {
-    if (password.size() < 4) return message; // too short to find without mangling the text
+    if (password.size() < 4)
+        return message; // too short to find without mangling the text
     for (auto pos = message.find(password); pos != std::string::npos;
          pos = message.find(password, pos + 3))
         message.replace(pos, password.size(), "***");
@@ -183,11 +195,11 @@ public:
         } catch (const std::exception& e) {
             // libpq's text says what failed ("password authentication failed for user ...",
             // "Connection refused", "timeout expired") but not where: add the redacted URL.
-            throw error(errc::connection,
-                        scrub("postgresql: cannot connect to " + m_url + ": " +
-                                  clean_message(e.what()),
-                              config.password),
-                        backend_name);
+            throw error(
+                errc::connection,
+                scrub("postgresql: cannot connect to " + m_url + ": " + clean_message(e.what()),
+                      config.password),
+                backend_name);
         }
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -213,7 +225,8 @@ public:
 
     result execute(statement id, std::span<const param> params) override {
         const auto index = static_cast<std::size_t>(id);
-        if (index >= statement_count) throw std::logic_error("postgresql: bad statement id");
+        if (index >= statement_count)
+            throw std::logic_error("postgresql: bad statement id");
         require_usable();
 
         // Text values for libpq; a null pointer is SQL NULL.
@@ -241,7 +254,8 @@ public:
             tx.commit();
             return to_result(r);
         } catch (...) {
-            if (m_in_transaction) m_transaction_failed = true;
+            if (m_in_transaction)
+                m_transaction_failed = true;
             fail("statement " + std::string(name_of(id)));
         }
     }
@@ -253,7 +267,8 @@ public:
             // one implicit transaction (or inside ours after begin()).
             run_simple(std::string(sql), "script");
         } catch (...) {
-            if (m_in_transaction) m_transaction_failed = true;
+            if (m_in_transaction)
+                m_transaction_failed = true;
             throw;
         }
     }
@@ -271,8 +286,7 @@ public:
     void commit() override {
         require_usable();
         if (!m_in_transaction)
-            throw error(errc::backend, "postgresql: commit() called without begin()",
-                        backend_name);
+            throw error(errc::backend, "postgresql: commit() called without begin()", backend_name);
         if (m_transaction_failed) {
             // The server would answer COMMIT with a silent ROLLBACK: say so instead.
             rollback();
@@ -284,7 +298,8 @@ public:
         try {
             run_simple("COMMIT", "COMMIT");
         } catch (const error& e) {
-            if (e.code() != errc::connection) throw;
+            if (e.code() != errc::connection)
+                throw;
             throw error(errc::connection,
                         std::string(e.what()) + " (the transaction may or may not have committed)",
                         backend_name, 0, e.sqlstate());
@@ -292,7 +307,8 @@ public:
     }
 
     void rollback() noexcept override {
-        if (!m_in_transaction) return;
+        if (!m_in_transaction)
+            return;
         m_in_transaction = false;
         m_transaction_failed = false;
         if (!usable()) {
@@ -307,10 +323,14 @@ public:
         }
     }
 
-    bool usable() const noexcept override { return open() && !hung_up_while_idle(); }
+    bool usable() const noexcept override {
+        return open() && !hung_up_while_idle();
+    }
 
 private:
-    bool open() const noexcept { return !m_broken && m_conn && m_conn->is_open(); }
+    bool open() const noexcept {
+        return !m_broken && m_conn && m_conn->is_open();
+    }
 
     /// libpq notices a server-side close only when it next reads. An idle connection has
     /// nothing to read unless the server hung up: EOF, or the FATAL ErrorResponse ('E') it
@@ -319,20 +339,22 @@ private:
     /// a record type (0x14-0x18), never 'E', so only EOF counts there.
     bool hung_up_while_idle() const noexcept {
         const int fd = m_conn->sock();
-        if (fd < 0) return true;
+        if (fd < 0)
+            return true;
         const int saved_errno = errno;
         char first = 0;
         const auto n = ::recv(fd, &first, 1, MSG_PEEK | MSG_DONTWAIT);
-        const bool hung_up =
-            n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
-            (n > 0 && first == 'E');
+        const bool hung_up = n == 0 ||
+                             (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
+                             (n > 0 && first == 'E');
         errno = saved_errno;
         return hung_up;
     }
 
     /// Cheap check before each call (no syscall: the hot path stays one round trip).
     void require_usable() {
-        if (open()) return;
+        if (open())
+            return;
         m_broken = true;
         throw error(errc::connection,
                     "postgresql: the connection to " + m_url +
@@ -399,7 +421,8 @@ private:
         } catch (const pqxx::transaction_rollback& e) {
             server_error(what, e.what(), "40000");
         } catch (const std::exception& e) {
-            if (!m_conn || !m_conn->is_open()) lost(what, e.what());
+            if (!m_conn || !m_conn->is_open())
+                lost(what, e.what());
             throw error(errc::backend, "postgresql: " + clean_message(e.what()) + " (" + what + ")",
                         backend_name);
         }
@@ -411,8 +434,7 @@ private:
         m_broken = true;
         if (m_conn && m_conn->is_open()) // the server reported it, e.g. 08P01 protocol_violation
             throw error(errc::connection,
-                        "postgresql: " + clean_message(message) + " (" + what + ")",
-                        backend_name);
+                        "postgresql: " + clean_message(message) + " (" + what + ")", backend_name);
         const bool placeholder = message.starts_with("Could not obtain client encoding") ||
                                  message.starts_with("Connection to database failed");
         throw error(errc::connection,
@@ -426,11 +448,15 @@ private:
     [[noreturn]] void server_error(const std::string& what, std::string_view message,
                                    const std::string& state) {
         errc code = classify_postgres_sqlstate(state);
-        if (!m_conn || !m_conn->is_open()) code = errc::connection;
-        if (code == errc::connection) m_broken = true;
+        if (!m_conn || !m_conn->is_open())
+            code = errc::connection;
+        if (code == errc::connection)
+            m_broken = true;
         std::string text = "postgresql: " + clean_message(message);
-        if (!state.empty()) text += " (SQLSTATE " + state + ", " + what + ")";
-        else text += " (" + what + ")";
+        if (!state.empty())
+            text += " (SQLSTATE " + state + ", " + what + ")";
+        else
+            text += " (" + what + ")";
         throw error(code, text, backend_name, 0, state);
     }
 

@@ -15,8 +15,8 @@ errc classify_sqlite_code(int extended_code) {
         {SQLITE_CANTOPEN_ISDIR, errc::connection}, // the URL names a directory
     }};
     static constexpr std::array<std::pair<int, errc>, 8> primary = {{
-        {SQLITE_BUSY, errc::timeout},       // another connection held the lock past busy_timeout
-        {SQLITE_LOCKED, errc::conflict},    // conflict within this connection / shared cache
+        {SQLITE_BUSY, errc::timeout},        // another connection held the lock past busy_timeout
+        {SQLITE_LOCKED, errc::conflict},     // conflict within this connection / shared cache
         {SQLITE_CANTOPEN, errc::connection}, // file or directory missing or not accessible
         {SQLITE_NOTADB, errc::connection},   // the file is not an SQLite database
         {SQLITE_PERM, errc::connection},     // access permission denied
@@ -25,9 +25,11 @@ errc classify_sqlite_code(int extended_code) {
         {SQLITE_CORRUPT, errc::backend},     // database image is malformed
     }};
     for (const auto& [code, category] : exact)
-        if (code == extended_code) return category;
+        if (code == extended_code)
+            return category;
     for (const auto& [code, category] : primary)
-        if (code == (extended_code & 0xff)) return category;
+        if (code == (extended_code & 0xff))
+            return category;
     return errc::backend;
 }
 

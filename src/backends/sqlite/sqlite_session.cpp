@@ -23,20 +23,19 @@ public:
     sqlite_session(const connection_config& config, const sql_catalog& catalog)
         : m_config(config), m_catalog(catalog) {
         sqlite3* raw = nullptr;
-        const int rc = sqlite3_open_v2(config.path.c_str(), &raw,
-                                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                           SQLITE_OPEN_NOMUTEX,
-                                       nullptr);
+        const int rc = sqlite3_open_v2(
+            config.path.c_str(), &raw,
+            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
         m_db.reset(raw);
         if (rc != SQLITE_OK) {
             const std::string why = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
-            throw error(errc::connection,
-                        "sqlite: cannot open " + config.redacted_url + ": " + why, "sqlite", rc);
+            throw error(errc::connection, "sqlite: cannot open " + config.redacted_url + ": " + why,
+                        "sqlite", rc);
         }
         sqlite3_extended_result_codes(m_db.get(), 1);
         // Writers wait for each other up to the connect timeout instead of failing at once.
-        const auto busy_ms = std::min<long long>(config.connect_timeout.count(),
-                                                 std::numeric_limits<int>::max());
+        const auto busy_ms =
+            std::min<long long>(config.connect_timeout.count(), std::numeric_limits<int>::max());
         sqlite3_busy_timeout(m_db.get(), static_cast<int>(busy_ms));
         // WAL lets readers run beside the one writer; synchronous=FULL makes every grant
         // durable, so a power loss cannot roll the token counter back.
@@ -59,7 +58,8 @@ public:
             } else {
                 rc = sqlite3_bind_null(stmt, index);
             }
-            if (rc != SQLITE_OK) fail(rc, name_of(id));
+            if (rc != SQLITE_OK)
+                fail(rc, name_of(id));
         }
         result out;
         for (;;) {
@@ -81,7 +81,8 @@ public:
                 out.rows.push_back(std::move(r));
                 continue;
             }
-            if (rc == SQLITE_DONE) break;
+            if (rc == SQLITE_DONE)
+                break;
             sqlite3_reset(stmt);
             fail(rc, name_of(id));
         }
@@ -110,7 +111,8 @@ private:
             sqlite3_stmt* raw = nullptr;
             const int rc = sqlite3_prepare_v3(m_db.get(), sql.c_str(), static_cast<int>(sql.size()),
                                               SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
-            if (rc != SQLITE_OK) fail(rc, name_of(id));
+            if (rc != SQLITE_OK)
+                fail(rc, name_of(id));
             slot.reset(raw);
         }
         return slot.get();
@@ -127,15 +129,17 @@ private:
     }
 
     [[noreturn]] void fail(int rc, std::string_view what, std::string why = {}) {
-        const int code = sqlite3_extended_errcode(m_db.get()) ? sqlite3_extended_errcode(m_db.get())
-                                                               : rc;
-        if (why.empty()) why = sqlite3_errmsg(m_db.get());
+        const int code =
+            sqlite3_extended_errcode(m_db.get()) ? sqlite3_extended_errcode(m_db.get()) : rc;
+        if (why.empty())
+            why = sqlite3_errmsg(m_db.get());
         errc category = classify_sqlite_code(code);
         // SQLite reports a missing table only as a generic SQLITE_ERROR with this text.
         if ((code & 0xff) == SQLITE_ERROR && why.starts_with("no such table")) {
             category = errc::schema_missing;
         }
-        if (category == errc::connection) m_usable = false;
+        if (category == errc::connection)
+            m_usable = false;
         throw error(category,
                     "sqlite: " + why + " (" + std::string(what) + ", code " + std::to_string(code) +
                         ", " + m_config.redacted_url + ")",
