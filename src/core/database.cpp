@@ -47,6 +47,13 @@ std::string_view backend_dir(backend_kind kind) {
 
 } // namespace
 
+std::int64_t column_int(const std::optional<std::string>& text) noexcept {
+    std::int64_t v = 0;
+    if (text)
+        std::from_chars(text->data(), text->data() + text->size(), v);
+    return v;
+}
+
 // --- pool ------------------------------------------------------------------------------------
 
 pooled_session::~pooled_session() {
@@ -204,14 +211,6 @@ database connect(std::string_view url, const connect_options& options) {
 
 namespace {
 
-std::int64_t to_int(const std::optional<std::string>& text) {
-    if (!text)
-        return 0;
-    std::int64_t v = 0;
-    std::from_chars(text->data(), text->data() + text->size(), v);
-    return v;
-}
-
 std::string migrate_lock_key(const database& db) {
     return "sqlock_migrate:" + db.table_prefix();
 }
@@ -219,7 +218,7 @@ std::string migrate_lock_key(const database& db) {
 std::vector<int> applied_versions(detail::session& s) {
     std::vector<int> versions;
     for (const auto& r : s.execute(detail::statement::migrations_applied, {}).rows)
-        versions.push_back(static_cast<int>(to_int(r.at(0))));
+        versions.push_back(static_cast<int>(detail::column_int(r.at(0))));
     return versions;
 }
 
@@ -322,13 +321,13 @@ std::vector<lock_info> database::list() {
         info.name = r.at(0).value_or("");
         info.owner = r.at(1).value_or("");
         info.host = r.at(2).value_or("");
-        info.pid = to_int(r.at(3));
+        info.pid = detail::column_int(r.at(3));
         info.strategy = r.at(4).value_or("");
-        info.token = to_int(r.at(5));
-        info.hold_count = to_int(r.at(6));
+        info.token = detail::column_int(r.at(5));
+        info.hold_count = detail::column_int(r.at(6));
         info.acquired_at = r.at(7).value_or("");
         info.expires_at = r.at(8).value_or("");
-        info.expires_in = std::chrono::milliseconds(to_int(r.at(9)));
+        info.expires_in = std::chrono::milliseconds(detail::column_int(r.at(9)));
         out.push_back(std::move(info));
     }
     return out;

@@ -29,6 +29,9 @@ struct result {
     std::uint64_t affected_rows = 0;
 };
 
+/// An integer column: 0 for NULL or text that is not a number (statements cast to integers).
+std::int64_t column_int(const std::optional<std::string>& text) noexcept;
+
 /// One database connection. Not thread-safe: a session is used by one thread at a time
 /// (the pool hands it out exclusively).
 ///

@@ -10,18 +10,9 @@
 #include "core/owner.hpp"
 #include "strategies/strategy.hpp"
 
-#include <charconv>
-
 namespace sqlock::detail {
 
 namespace {
-
-std::int64_t to_int(const std::optional<std::string>& text) {
-    std::int64_t v = 0;
-    if (text)
-        std::from_chars(text->data(), text->data() + text->size(), v);
-    return v;
-}
 
 struct lock_row {
     std::string owner;
@@ -35,7 +26,8 @@ std::optional<lock_row> inspect(database_impl& db, std::string_view name) {
     if (res.rows.empty())
         return std::nullopt;
     const auto& r = res.rows.front();
-    return lock_row{r.at(0).value_or(""), to_int(r.at(1)), to_int(r.at(2)), to_int(r.at(3))};
+    return lock_row{r.at(0).value_or(""), column_int(r.at(1)), column_int(r.at(2)),
+                    column_int(r.at(3))};
 }
 
 [[noreturn]] void throw_lost(const database_impl& db, const lock_request& req, std::string why) {
@@ -104,9 +96,9 @@ private:
         if (res.rows.empty())
             return std::nullopt;
         const auto& r = res.rows.front();
-        if (to_int(r.at(2)) != 1)
+        if (column_int(r.at(2)) != 1)
             return std::nullopt; // row returned but not granted (MySQL)
-        return grant{to_int(r.at(0)), to_int(r.at(1))};
+        return grant{column_int(r.at(0)), column_int(r.at(1))};
     }
 };
 
