@@ -20,6 +20,7 @@
 #include <mysql_driver.h>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sqlock::detail {
@@ -29,7 +30,8 @@ std::string quote_mysql_identifier(std::string_view identifier) {
     out.reserve(identifier.size() + 2);
     out += '`';
     for (const char c : identifier) {
-        if (c == '`') out += '`';
+        if (c == '`')
+            out += '`';
         out += c;
     }
     out += '`';
@@ -57,27 +59,30 @@ int ceil_seconds(std::chrono::milliseconds timeout) {
 /// Unix socket: that is the user's explicit choice.
 std::string host_uri(const connection_config& config) {
     std::string host = config.host.empty() ? std::string("127.0.0.1") : config.host;
-    if (host.find(':') != std::string::npos && host.front() != '[') host = '[' + host + ']';
+    if (host.find(':') != std::string::npos && host.front() != '[')
+        host = '[' + host + ']';
     return "tcp://" + host + ":" + std::to_string(config.port > 0 ? config.port : 3306);
 }
 
 /// True when `version` (VERSION() or the server greeting) is MariaDB 10.5 or later.
 bool supported_version(std::string_view version) {
-    if (version.find("MariaDB") == std::string_view::npos) return false;
+    if (version.find("MariaDB") == std::string_view::npos)
+        return false;
     int major = 0;
     int minor = 0;
     std::size_t i = 0;
     for (; i < version.size() && version[i] >= '0' && version[i] <= '9'; ++i)
         major = std::min(major * 10 + (version[i] - '0'), 10000);
-    if (i >= version.size() || version[i] != '.') return false;
+    if (i >= version.size() || version[i] != '.')
+        return false;
     for (++i; i < version.size() && version[i] >= '0' && version[i] <= '9'; ++i)
         minor = std::min(minor * 10 + (version[i] - '0'), 10000);
     return major > 10 || (major == 10 && minor >= 5);
 }
 
 bool is_word_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '$' || static_cast<unsigned char>(c) >= 0x80;
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '$' || static_cast<unsigned char>(c) >= 0x80;
 }
 
 /// True when `sql` has a RETURNING clause (outside quotes and comments). MariaDB's prepare
@@ -109,7 +114,8 @@ bool has_returning_clause(std::string_view sql) {
             i = end == std::string_view::npos ? sql.size() : end + 2;
         } else if (is_word_char(c)) {
             std::size_t j = i;
-            while (j < sql.size() && is_word_char(sql[j])) ++j;
+            while (j < sql.size() && is_word_char(sql[j]))
+                ++j;
             const auto word = sql.substr(i, j - i);
             if (std::ranges::equal(word, keyword, [](char w, char k) { return (w | 0x20) == k; }))
                 return true;
@@ -136,7 +142,8 @@ public:
         options["hostName"] = sql::SQLString(host_uri(config));
         options["userName"] = sql::SQLString(config.user);
         options["password"] = sql::SQLString(config.password);
-        if (!config.database.empty()) options["schema"] = sql::SQLString(config.database);
+        if (!config.database.empty())
+            options["schema"] = sql::SQLString(config.database);
         // Lock names and owners are VARBINARY; utf8mb4 only shapes host/strategy and messages.
         options["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
         // The connect timeout also bounds the wait for the server's greeting.
@@ -173,7 +180,7 @@ public:
                 if (const auto* n = std::get_if<std::int64_t>(&value)) {
                     p.stmt->setInt64(index, *n);
                 } else if (const auto* s = std::get_if<std::string_view>(&value)) {
-                    p.stmt->setString(index, sql::SQLString(std::string(*s)));
+                    p.stmt->setString(index, sql::SQLString(s->data(), s->size()));
                 } else {
                     p.stmt->setNull(index, sql::DataType::VARCHAR);
                 }
@@ -185,7 +192,14 @@ public:
             if (p.returns_rows) {
                 read_rows(std::unique_ptr<sql::ResultSet>(p.stmt->executeQuery()), out);
             } else {
-                out.affected_rows = static_cast<std::uint64_t>(p.stmt->executeUpdate());
+                const int affected = p.stmt->executeUpdate();
+                if (affected < 0) {
+                    // Rows came back after all and sit unread on the wire.
+                    m_usable = false;
+                    throw std::logic_error("statement " + std::string(name_of(id)) +
+                                           " returned rows where none were expected");
+                }
+                out.affected_rows = static_cast<std::uint64_t>(affected);
             }
             return out;
         } catch (const sql::SQLException& e) {
@@ -195,13 +209,15 @@ public:
 
     void execute_script(std::string_view sql) override {
         check_usable();
-        for (const auto& text : split_script(sql)) run_plain(text, "script");
+        for (const auto& text : split_script(sql))
+            run_plain(text, "script");
     }
 
     void begin() override { run_plain("START TRANSACTION", "begin"); }
     void commit() override { run_plain("COMMIT", "commit"); }
     void rollback() noexcept override {
-        if (!m_usable) return;
+        if (!m_usable)
+            return;
         try {
             run_plain("ROLLBACK", "rollback");
         } catch (...) {
@@ -224,7 +240,8 @@ private:
         // The version from the server greeting costs no round trip; a proxy may announce its
         // own version there, so anything that does not pass is confirmed with the server.
         std::string version = m_conn->getMetaData()->getDatabaseProductVersion().asStdString();
-        if (supported_version(version)) return;
+        if (supported_version(version))
+            return;
         std::unique_ptr<sql::Statement> stmt(m_conn->createStatement());
         std::unique_ptr<sql::ResultSet> rs(stmt->executeQuery("SELECT VERSION()"));
         version = rs->next() ? rs->getString(1).asStdString() : std::string();
@@ -239,10 +256,10 @@ private:
         auto& slot = m_prepared[static_cast<std::size_t>(id)];
         if (!slot.stmt) {
             auto rewritten = rewrite_placeholders(m_catalog[id], placeholder_style::question);
-            slot.stmt.reset(m_conn->prepareStatement(rewritten.text));
-            slot.order = std::move(rewritten.order);
-            slot.returns_rows = slot.stmt->getMetaData()->getColumnCount() > 0 ||
-                                has_returning_clause(rewritten.text);
+            std::unique_ptr<sql::PreparedStatement> stmt(m_conn->prepareStatement(rewritten.text));
+            const bool returns_rows =
+                stmt->getMetaData()->getColumnCount() > 0 || has_returning_clause(rewritten.text);
+            slot = {std::move(stmt), std::move(rewritten.order), returns_rows};
         }
         return slot;
     }
@@ -266,12 +283,15 @@ private:
     void run_plain(const std::string& sql, std::string_view what) {
         check_usable();
         try {
-            if (!m_plain) m_plain.reset(m_conn->createStatement());
+            if (!m_plain)
+                m_plain.reset(m_conn->createStatement());
             // Drain every result: an unread one makes the next command fail "out of sync".
             bool has_result = m_plain->execute(sql);
             for (;;) {
-                if (has_result) std::unique_ptr<sql::ResultSet> discard(m_plain->getResultSet());
-                if (!m_plain->getMoreResults()) break;
+                if (has_result)
+                    std::unique_ptr<sql::ResultSet> discard(m_plain->getResultSet());
+                if (!m_plain->getMoreResults())
+                    break;
                 has_result = true;
             }
         } catch (const sql::SQLException& e) {
@@ -286,9 +306,10 @@ private:
                         backend_name);
     }
 
-    /// Asks the driver whether the connection is gone (Connector/C++ pings to find out).
+    /// The driver's own "closed" flag (a local check in 1.1, no ping).
     bool connection_closed() noexcept {
-        if (!m_conn) return true;
+        if (!m_conn)
+            return true;
         try {
             return m_conn->isClosed();
         } catch (...) {
@@ -299,17 +320,19 @@ private:
     [[noreturn]] void fail(const sql::SQLException& e, std::string_view what) {
         const int code = e.getErrorCode();
         errc category = classify_mysql_errno(code);
-        // Client-side errors (2xxx) or driver errors without a code may hide a dead
-        // connection; server errors prove it alive, so only those cost a ping.
-        if (category != errc::connection && (code == 0 || (code >= 2000 && code < 3000)) &&
-            connection_closed())
+        if (category != errc::connection && connection_closed())
             category = errc::connection;
-        if (category == errc::connection) m_usable = false;
+        // Any other client library error (2xxx, e.g. 2014 "Commands out of sync") leaves the
+        // protocol state in doubt: never hand this connection out again.
+        if (category == errc::connection || (code >= 2000 && code < 3000))
+            m_usable = false;
         std::string message = "mysql: ";
-        if (what == "connect") message += "cannot connect to " + m_config.redacted_url + ": ";
+        if (what == "connect")
+            message += "cannot connect to " + m_config.redacted_url + ": ";
         message += e.what();
         message += " (error " + std::to_string(code);
-        if (what != "connect") message += ", " + std::string(what) + ", " + m_config.redacted_url;
+        if (what != "connect")
+            message += ", " + std::string(what) + ", " + m_config.redacted_url;
         message += ")";
         throw error(category, message, backend_name, code, e.getSQLState());
     }
