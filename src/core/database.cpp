@@ -22,13 +22,17 @@ std::string_view to_string(backend_kind kind) noexcept {
 
 namespace detail {
 
-std::string quote_postgres_identifier(std::string_view identifier);
-std::string quote_mysql_identifier(std::string_view identifier);
-
 std::string quote_identifier(backend_kind kind, std::string_view identifier) {
-    // PostgreSQL and SQLite both quote with "..." (doubling embedded quotes).
-    return kind == backend_kind::mysql ? quote_mysql_identifier(identifier)
-                                       : quote_postgres_identifier(identifier);
+    // MySQL quotes with `...`, PostgreSQL and SQLite with "..."; the quote doubles inside.
+    const char quote = kind == backend_kind::mysql ? '`' : '"';
+    std::string out(1, quote);
+    for (const char c : identifier) {
+        if (c == quote)
+            out += quote;
+        out += c;
+    }
+    out += quote;
+    return out;
 }
 
 namespace {

@@ -1,3 +1,4 @@
+#include "backends/backend.hpp"
 #include "core/sql_text.hpp"
 
 #include <doctest/doctest.h>
@@ -50,4 +51,11 @@ TEST_CASE("table prefixes are validated before they reach SQL") {
             CHECK(e.code() == sqlock::errc::invalid_argument);
         }
     }
+}
+
+TEST_CASE("identifiers are quoted per backend, embedded quotes doubled") {
+    using sqlock::backend_kind;
+    CHECK(quote_identifier(backend_kind::postgresql, "sqlock_locks") == "\"sqlock_locks\"");
+    CHECK(quote_identifier(backend_kind::sqlite, "a\"b") == "\"a\"\"b\"");
+    CHECK(quote_identifier(backend_kind::mysql, "a`b") == "`a``b`");
 }

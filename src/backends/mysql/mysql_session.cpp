@@ -25,19 +25,6 @@
 
 namespace sqlock::detail {
 
-std::string quote_mysql_identifier(std::string_view identifier) {
-    std::string out;
-    out.reserve(identifier.size() + 2);
-    out += '`';
-    for (const char c : identifier) {
-        if (c == '`')
-            out += '`';
-        out += c;
-    }
-    out += '`';
-    return out;
-}
-
 namespace {
 
 constexpr const char* backend_name = "mysql";

@@ -37,21 +37,6 @@
 
 namespace sqlock::detail {
 
-std::string quote_postgres_identifier(std::string_view identifier);
-
-std::string quote_postgres_identifier(std::string_view identifier) {
-    std::string out;
-    out.reserve(identifier.size() + 2);
-    out += '"';
-    for (const char c : identifier) {
-        if (c == '"')
-            out += '"';
-        out += c;
-    }
-    out += '"';
-    return out;
-}
-
 namespace {
 
 const std::string backend_name = "postgresql";
