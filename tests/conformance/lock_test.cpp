@@ -200,8 +200,11 @@ TEST_CASE("lock() returns soon after the holder releases") {
         waiter.unlock();
     });
     REQUIRE(test::eventually([&] { return waiting.load(); }, 5s));
-    std::this_thread::sleep_for(300ms); // let the waiter reach its longest backoff
-    CHECK(acquired_at_ns.load() == 0);  // still waiting while held
+    // Let the waiter retry a few times, so its backoff has grown, before releasing.
+    const auto attempts_before = db().impl()->statements_sent();
+    REQUIRE(test::eventually(
+        [&] { return db().impl()->statements_sent() >= attempts_before + 4; }, 5s));
+    CHECK(acquired_at_ns.load() == 0); // still waiting while held
     const auto released = std::chrono::steady_clock::now();
     holder.unlock();
     t.join();
