@@ -92,6 +92,7 @@ database_impl::database_impl(connection_config config, const connect_options& op
             throw std::logic_error("sqlock was built without " + dir +
                                    std::string(statement_names[i]) + ".sql");
         m_catalog.text[i] = expand(*text);
+        m_catalog.noop[i] = split_script(*text).empty(); // only comments: nothing to send
     }
 }
 
@@ -351,3 +352,20 @@ std::size_t database::reap(std::size_t batch) {
 }
 
 } // namespace sqlock
+
+namespace sqlock::detail {
+
+std::vector<result> session::execute_batch(std::span<const batch_item> items) {
+    std::vector<result> out(items.size());
+    do_execute_batch(items, out);
+    return out;
+}
+
+void session::do_execute_batch(std::span<const batch_item> items, std::vector<result>& out) {
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (!m_catalog.is_noop(items[i].id))
+            out[i] = do_execute(items[i].id, items[i].params);
+    }
+}
+
+} // namespace sqlock::detail

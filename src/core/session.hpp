@@ -32,22 +32,44 @@ struct result {
 /// An integer column: 0 for NULL or text that is not a number (statements cast to integers).
 std::int64_t column_int(const std::optional<std::string>& text) noexcept;
 
+/// One statement of a batch: a catalog statement and its parameters.
+struct batch_item {
+    statement id;
+    std::vector<param> params;
+};
+
 /// One database connection. Not thread-safe: a session is used by one thread at a time
-/// (the pool hands it out exclusively).
+/// (the pool hands it out exclusively, or a held lock pins it).
 ///
 /// Every method reports failure by throwing sqlock::error with the backend's native code
 /// translated (see each backend's error table). After an errc::connection error the session
 /// reports usable() == false and the pool discards it.
+///
+/// A catalog statement whose SQL file holds only comments is a no-op for that backend (for
+/// example MariaDB's fu_begin: its lock sessions run with autocommit off); execute() returns
+/// an empty result without contacting the server.
 class session {
 public:
+    explicit session(const sql_catalog& catalog) : m_catalog(catalog) {}
     virtual ~session() = default;
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
 
     /// Runs catalog statement `id` with `params` bound to $1, $2, ... in order. Outside
     /// begin()/commit() each call is its own autocommit transaction. One round trip.
-    virtual result execute(statement id, std::span<const param> params) = 0;
+    result execute(statement id, std::span<const param> params) {
+        if (m_catalog.is_noop(id))
+            return {};
+        return do_execute(id, params);
+    }
     result execute(statement id, std::initializer_list<param> params) {
         return execute(id, std::span<const param>(params.begin(), params.size()));
     }
+
+    /// Runs `items` in order and returns one result per item. Stops at the first failure and
+    /// throws it (later items do not run). Backends that can pipeline (PostgreSQL) send the
+    /// whole batch in one round trip; the others run one statement after another.
+    std::vector<result> execute_batch(std::span<const batch_item> items);
 
     /// Runs SQL text without parameters; may hold several statements separated by ";" at line
     /// ends (migration scripts). Used for DDL only.
@@ -59,8 +81,16 @@ public:
     virtual void commit() = 0;
     virtual void rollback() noexcept = 0;
 
-    /// False once the connection is known to be broken.
+    /// False once the connection is known to be broken. Never blocks; where the backend
+    /// allows it (PostgreSQL), it also notices a server that hung up while we were idle.
     virtual bool usable() const noexcept = 0;
+
+protected:
+    virtual result do_execute(statement id, std::span<const param> params) = 0;
+    /// Runs the non-no-op items; default: one after another. `out` has one slot per item.
+    virtual void do_execute_batch(std::span<const batch_item> items, std::vector<result>& out);
+
+    const sql_catalog& m_catalog;
 };
 
 } // namespace sqlock::detail

@@ -50,7 +50,9 @@ inline std::string_view name_of(statement id) {
 /// A backend's statements with table names substituted.
 struct sql_catalog {
     std::array<std::string, statement_count> text;
+    std::array<bool, statement_count> noop{}; ///< the file holds only comments: nothing to send
     const std::string& operator[](statement id) const { return text[static_cast<std::size_t>(id)]; }
+    bool is_noop(statement id) const { return noop[static_cast<std::size_t>(id)]; }
 };
 
 } // namespace sqlock::detail

@@ -124,7 +124,7 @@ sql::mysql::MySQL_Driver* driver() {
 class mysql_session final : public session {
 public:
     mysql_session(const connection_config& config, const sql_catalog& catalog)
-        : m_config(config), m_catalog(catalog) {
+        : session(catalog), m_config(config) {
         sql::ConnectOptionsMap options;
         options["hostName"] = sql::SQLString(host_uri(config));
         options["userName"] = sql::SQLString(config.user);
@@ -152,7 +152,8 @@ public:
         }
     }
 
-    result execute(statement id, std::span<const param> params) override {
+protected:
+    result do_execute(statement id, std::span<const param> params) override {
         check_usable();
         try {
             auto& p = prepared(id);
@@ -194,6 +195,7 @@ public:
         }
     }
 
+public:
     void execute_script(std::string_view sql) override {
         check_usable();
         for (const auto& text : split_script(sql))
@@ -325,7 +327,6 @@ private:
     }
 
     connection_config m_config;
-    const sql_catalog& m_catalog;
     // Declared before the statements: they must be closed before the connection.
     std::unique_ptr<sql::Connection> m_conn;
     std::unique_ptr<sql::Statement> m_plain;

@@ -170,7 +170,7 @@ std::string scrub(std::string message, const std::string& password) {
 class postgres_session final : public session {
 public:
     postgres_session(const connection_config& config, const sql_catalog& catalog)
-        : m_catalog(catalog), m_url(config.redacted_url) {
+        : session(catalog), m_url(config.redacted_url) {
         const std::string conninfo = build_conninfo(config);
         validate_conninfo(conninfo, m_url);
         try {
@@ -208,7 +208,8 @@ public:
     postgres_session(const postgres_session&) = delete;
     postgres_session& operator=(const postgres_session&) = delete;
 
-    result execute(statement id, std::span<const param> params) override {
+protected:
+    result do_execute(statement id, std::span<const param> params) override {
         const auto index = static_cast<std::size_t>(id);
         if (index >= statement_count)
             throw std::logic_error("postgresql: bad statement id");
@@ -245,6 +246,7 @@ public:
         }
     }
 
+public:
     void execute_script(std::string_view sql) override {
         require_usable();
         try {
@@ -446,7 +448,6 @@ private:
     }
 
     std::unique_ptr<pqxx::connection> m_conn;
-    sql_catalog m_catalog; // a copy: sessions may outlive the handle that opened them
     std::array<bool, statement_count> m_declared{};
     std::string m_url; // redacted, for messages
     bool m_broken = false;

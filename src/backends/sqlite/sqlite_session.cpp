@@ -21,7 +21,7 @@ struct stmt_finalizer {
 class sqlite_session final : public session {
 public:
     sqlite_session(const connection_config& config, const sql_catalog& catalog)
-        : m_config(config), m_catalog(catalog) {
+        : session(catalog), m_config(config) {
         sqlite3* raw = nullptr;
         const int rc = sqlite3_open_v2(
             config.path.c_str(), &raw,
@@ -43,7 +43,8 @@ public:
         exec_plain("PRAGMA synchronous = FULL");
     }
 
-    result execute(statement id, std::span<const param> params) override {
+protected:
+    result do_execute(statement id, std::span<const param> params) override {
         sqlite3_stmt* stmt = prepared(id);
         sqlite3_reset(stmt);
         sqlite3_clear_bindings(stmt);
@@ -91,6 +92,7 @@ public:
         return out;
     }
 
+public:
     void execute_script(std::string_view sql) override { exec_plain(std::string(sql)); }
     // IMMEDIATE takes the write lock up front: a deferred transaction that later upgrades to a
     // write can fail with SQLITE_BUSY at once, ignoring the busy timeout.
@@ -147,7 +149,6 @@ private:
     }
 
     connection_config m_config;
-    const sql_catalog& m_catalog;
     std::unique_ptr<sqlite3, db_closer> m_db;
     std::array<std::unique_ptr<sqlite3_stmt, stmt_finalizer>, statement_count> m_statements;
     bool m_usable = true;
