@@ -10,6 +10,12 @@
 
 namespace sqlock::detail {
 
+/// What a session is for; backends set sessions up differently for each.
+enum class session_purpose {
+    pooled,      ///< short autocommit statements from the shared pool
+    lock_holder, ///< keeps a select_for_update lock: its transaction stays open for the hold
+};
+
 struct connection_config {
     backend_kind kind = backend_kind::sqlite;
     std::string host;     ///< server host (PostgreSQL, MySQL)
@@ -22,6 +28,12 @@ struct connection_config {
     std::vector<std::pair<std::string, std::string>> options;
     std::chrono::milliseconds connect_timeout{5000};
     std::chrono::milliseconds io_timeout{30000};
+    session_purpose purpose = session_purpose::pooled;
+    /// SQLite lock_holder sessions open this per-name lock file instead of `path`.
+    std::string lock_file;
+    /// host:pid:nonce of this process; lock_holder sessions carry it where the server shows
+    /// it to operators (MariaDB connection attribute "sqlock_process").
+    std::string client_identity;
     /// The URL with the password replaced by "***": the only form used in messages.
     std::string redacted_url;
 };

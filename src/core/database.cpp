@@ -1,10 +1,12 @@
 #include "backends/backend.hpp"
 #include "core/database_impl.hpp"
 #include "core/embedded.hpp"
+#include "core/owner.hpp"
 #include "core/sql_text.hpp"
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 
 namespace sqlock {
 
@@ -93,6 +95,8 @@ database_impl::database_impl(connection_config config, const connect_options& op
                                    std::string(statement_names[i]) + ".sql");
         m_catalog.text[i] = expand(*text);
         m_catalog.noop[i] = split_script(*text).empty(); // only comments: nothing to send
+        m_catalog.skip_if_unchanged[i] =
+            text->find("-- sqlock: skip-if-unchanged") != std::string_view::npos;
     }
 }
 
@@ -151,6 +155,59 @@ void database_impl::give_back(std::unique_ptr<session> s) noexcept {
         s.reset();
     }
     m_pool_cv.notify_one();
+}
+
+std::string database_impl::lock_file_for(std::string_view lock_name) const {
+    if (m_config.kind != backend_kind::sqlite)
+        return {};
+    // Two independent 64-bit FNV-1a hashes of prefix + name: a file name of fixed length for
+    // any lock name. A collision would only make two names share one lock (more exclusion,
+    // never less).
+    auto fnv = [&](std::uint64_t hash) {
+        for (const char c : m_options.table_prefix + '\0' + std::string(lock_name)) {
+            hash ^= static_cast<unsigned char>(c);
+            hash *= 0x100000001b3ULL;
+        }
+        return hash;
+    };
+    char file[64];
+    std::snprintf(file, sizeof file, "%016llx%016llx.lock",
+                  static_cast<unsigned long long>(fnv(0xcbf29ce484222325ULL)),
+                  static_cast<unsigned long long>(fnv(0x84222325cbf29ce4ULL)));
+    return m_config.path + "-sqlock/" + file;
+}
+
+std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
+    if (m_config.kind == backend_kind::sqlite) {
+        auto config = m_config;
+        config.purpose = session_purpose::lock_holder;
+        config.lock_file = lock_file_for(lock_name);
+        return open_sqlite_session(config, m_catalog);
+    }
+    {
+        std::lock_guard lock(m_pool_mutex);
+        if (!m_idle_holders.empty()) {
+            auto s = std::move(m_idle_holders.back());
+            m_idle_holders.pop_back();
+            return s;
+        }
+    }
+    auto config = m_config;
+    config.purpose = session_purpose::lock_holder;
+    config.client_identity = this_process().id;
+    return config.kind == backend_kind::postgresql ? open_postgres_session(config, m_catalog)
+                                                   : open_mysql_session(config, m_catalog);
+}
+
+void database_impl::unpin(std::unique_ptr<session> s) noexcept {
+    if (!s)
+        return;
+    s->rollback(); // no-op unless a transaction is still open
+    if (m_config.kind == backend_kind::sqlite || !s->usable())
+        return; // closes it
+    std::lock_guard lock(m_pool_mutex);
+    if (m_idle_holders.size() < m_options.pool_size)
+        m_idle_holders.push_back(std::move(s));
 }
 
 void database_impl::rethrow_with_context(const error& e) const {
@@ -355,17 +412,70 @@ std::size_t database::reap(std::size_t batch) {
 
 namespace sqlock::detail {
 
+bool session::needs_sending(statement id, std::span<const param> params) {
+    if (m_catalog.is_noop(id))
+        return false;
+    const auto index = static_cast<std::size_t>(id);
+    if (!m_catalog.skip_if_unchanged[index])
+        return true;
+    // Compare only the parameters this backend's SQL uses ($N present in the text).
+    const auto& text = m_catalog.text[index];
+    std::vector<std::optional<std::string>> used;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        if (text.find("$" + std::to_string(i + 1)) == std::string::npos) {
+            used.emplace_back(std::nullopt);
+        } else if (const auto* n = std::get_if<std::int64_t>(&params[i])) {
+            used.emplace_back(std::to_string(*n));
+        } else if (const auto* v = std::get_if<std::string_view>(&params[i])) {
+            used.emplace_back("'" + std::string(*v));
+        } else {
+            used.emplace_back("NULL");
+        }
+    }
+    auto& last = m_last_params[index];
+    if (last && *last == used)
+        return false;
+    last = std::move(used);
+    return true;
+}
+
+result session::execute(statement id, std::span<const param> params) {
+    if (!needs_sending(id, params))
+        return {};
+    try {
+        return do_execute(id, params);
+    } catch (...) {
+        m_last_params[static_cast<std::size_t>(id)].reset(); // unknown state: send next time
+        throw;
+    }
+}
+
 std::vector<result> session::execute_batch(std::span<const batch_item> items) {
     std::vector<result> out(items.size());
-    do_execute_batch(items, out);
+    std::vector<batch_item> to_send;
+    std::vector<std::size_t> slots;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (needs_sending(items[i].id, items[i].params)) {
+            to_send.push_back(items[i]);
+            slots.push_back(i);
+        }
+    }
+    std::vector<result> sent(to_send.size());
+    try {
+        do_execute_batch(to_send, sent);
+    } catch (...) {
+        for (const auto& item : to_send)
+            m_last_params[static_cast<std::size_t>(item.id)].reset();
+        throw;
+    }
+    for (std::size_t k = 0; k < slots.size(); ++k)
+        out[slots[k]] = std::move(sent[k]);
     return out;
 }
 
 void session::do_execute_batch(std::span<const batch_item> items, std::vector<result>& out) {
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        if (!m_catalog.is_noop(items[i].id))
-            out[i] = do_execute(items[i].id, items[i].params);
-    }
+    for (std::size_t i = 0; i < items.size(); ++i)
+        out[i] = do_execute(items[i].id, items[i].params);
 }
 
 } // namespace sqlock::detail

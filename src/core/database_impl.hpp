@@ -36,7 +36,7 @@ private:
     std::unique_ptr<session> m_session;
 };
 
-class database_impl {
+class database_impl : public std::enable_shared_from_this<database_impl> {
 public:
     database_impl(connection_config config, const connect_options& options);
 
@@ -72,6 +72,17 @@ public:
 
     void give_back(std::unique_ptr<session> s) noexcept;
 
+    /// A lock-holder session for a select_for_update lock on `lock_name`, taken out of the
+    /// pool's accounting for as long as the lock is held: N held locks cost N connections
+    /// beside the pool (PostgreSQL/MariaDB: reused from an idle list of lock sessions;
+    /// SQLite: a connection to the name's own lock file). Return it with unpin().
+    std::unique_ptr<session> pin(std::string_view lock_name);
+    /// Takes back a pinned session: rolled back if still in a transaction, kept for reuse
+    /// when healthy (up to pool_size idle), closed otherwise. Never throws.
+    void unpin(std::unique_ptr<session> s) noexcept;
+    /// The SQLite lock file used for `lock_name` (empty for server backends).
+    std::string lock_file_for(std::string_view lock_name) const;
+
     /// Statements sent through run() so far: lets tests verify the per-operation statement
     /// budget (README "What each operation sends").
     std::uint64_t statements_sent() const noexcept { return m_statements_sent.load(); }
@@ -89,6 +100,7 @@ private:
     std::condition_variable m_pool_cv;
     std::vector<std::unique_ptr<session>> m_idle;
     std::size_t m_open = 0; ///< sessions alive: idle + checked out
+    std::vector<std::unique_ptr<session>> m_idle_holders; ///< lock sessions not holding now
     std::atomic<std::uint64_t> m_statements_sent{0};
 };
 

@@ -88,6 +88,15 @@ void validate_options(const mutex_options& o) {
 }
 
 /// Jittered exponential backoff: a random sleep in [d, 2d), d doubling up to max.
+/// The server-side wait for one attempt that ends at `deadline`.
+std::chrono::milliseconds wait_budget(std::chrono::steady_clock::time_point deadline) {
+    using namespace std::chrono;
+    if (deadline == steady_clock::time_point::max())
+        return server_wait::forever;
+    const auto left = ceil<milliseconds>(deadline - steady_clock::now());
+    return left.count() <= 0 ? server_wait::none : left;
+}
+
 class backoff {
 public:
     backoff(std::chrono::milliseconds min, std::chrono::milliseconds max)
@@ -186,10 +195,10 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
             const auto held = impl.m_held->current;
             lock.unlock();
             try {
-                const auto count = impl.m_strategy->reenter(impl.db(), req, held);
+                auto renewed = impl.m_strategy->reenter(impl.db(), req, held);
                 lock.lock();
                 if (impl.held_by_me())
-                    impl.m_held->current.hold_count = count;
+                    impl.m_held->current = std::move(renewed);
                 return true;
             } catch (const error& e) {
                 if (e.code() == errc::lock_lost) {
@@ -203,11 +212,13 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
     }
 
     detail::backoff delay(impl.m_options.retry_min, impl.m_options.retry_max);
+    const bool server_waits = impl.m_strategy->waits_server_side();
     for (;;) {
         try {
-            if (const auto g = impl.m_strategy->try_acquire(impl.db(), req)) {
+            if (auto g = impl.m_strategy->try_acquire(impl.db(), req, detail::wait_budget(deadline))) {
                 std::lock_guard lock(impl.m_state_mutex);
-                impl.m_held = detail::mutex_impl::hold{std::this_thread::get_id(), owner, *g};
+                impl.m_held =
+                    detail::mutex_impl::hold{std::this_thread::get_id(), owner, std::move(*g)};
                 return true;
             }
         } catch (const error& e) {
@@ -219,6 +230,8 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         const auto now = std::chrono::steady_clock::now();
         if (now >= deadline)
             return false;
+        if (server_waits)
+            continue; // the server already waited; its wait ended before our deadline
         const auto pause = delay.next();
         std::this_thread::sleep_until(deadline - now < pause ? deadline : now + pause);
     }
@@ -259,7 +272,13 @@ void mutex::unlock() noexcept {
 
 bool mutex::owns_lock() const noexcept {
     std::lock_guard lock(m_impl->m_state_mutex);
-    return m_impl->held_by_me();
+    if (!m_impl->held_by_me())
+        return false;
+    const auto& current = m_impl->m_held->current;
+    // Past the lease's local end, or with its session gone, the lock may be someone else's.
+    if (std::chrono::steady_clock::now() >= current.valid_until)
+        return false;
+    return !current.pinned || current.pinned->usable();
 }
 
 std::int64_t mutex::token() const {

@@ -5,6 +5,7 @@
 
 #include "core/statements.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -57,11 +58,7 @@ public:
 
     /// Runs catalog statement `id` with `params` bound to $1, $2, ... in order. Outside
     /// begin()/commit() each call is its own autocommit transaction. One round trip.
-    result execute(statement id, std::span<const param> params) {
-        if (m_catalog.is_noop(id))
-            return {};
-        return do_execute(id, params);
-    }
+    result execute(statement id, std::span<const param> params);
     result execute(statement id, std::initializer_list<param> params) {
         return execute(id, std::span<const param>(params.begin(), params.size()));
     }
@@ -87,10 +84,18 @@ public:
 
 protected:
     virtual result do_execute(statement id, std::span<const param> params) = 0;
-    /// Runs the non-no-op items; default: one after another. `out` has one slot per item.
+    /// Runs every item (no-ops and unchanged settings are already filtered out); default: one
+    /// after another. `out` has one slot per item.
     virtual void do_execute_batch(std::span<const batch_item> items, std::vector<result>& out);
 
     const sql_catalog& m_catalog;
+
+private:
+    /// False for no-op statements and for skip-if-unchanged ones whose used parameters match
+    /// the last call on this connection (remembers them otherwise).
+    bool needs_sending(statement id, std::span<const param> params);
+    std::array<std::optional<std::vector<std::optional<std::string>>>, statement_count>
+        m_last_params;
 };
 
 } // namespace sqlock::detail

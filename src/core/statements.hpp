@@ -7,7 +7,10 @@
 //   - identifiers are written {locks}, {token_seq}, {token_counter}, {migrations} and replaced by
 //   the
 //     quoted, prefixed table names when a database is opened;
-//   - boolean result columns are cast to integers (0/1).
+//   - boolean result columns are cast to integers (0/1);
+//   - a file holding only comments makes the statement a no-op for that backend;
+//   - a file containing the line "-- sqlock: skip-if-unchanged" is not sent again on the same
+//     connection while the parameters it uses are the same as last time (session settings).
 #pragma once
 
 #include <array>
@@ -31,6 +34,15 @@ enum class statement : std::size_t {
     migration_record,     ///< $1 version $2 name -> affected rows
     migrate_lock,         ///< take the cross-process migration lock (session level)
     migrate_unlock,       ///< release it
+    // select_for_update, on a pinned lock-holder session unless marked (pool):
+    fu_session,     ///< $1 owner $2 ttl_ms: per-session guards (idle-transaction timeout...)
+    fu_wait,        ///< $1 wait_ms (-1 = do not wait, 0 = forever): server-side lock wait
+    fu_begin,       ///< open the holding transaction (no-op where implicit)
+    fu_lock,        ///< $1 name -> 0..1 row (token or NULL): lock the row, waiting per fu_wait
+    fu_lock_nowait, ///< $1 name -> the same, failing at once when the row is locked
+    fu_check,       ///< -> 1 row: the holding session is alive
+    fu_create_row,  ///< (pool) $1 name: create the row to lock, if missing
+    fu_next_token,  ///< (pool) -> 1 row (token), for backends whose fu_lock returns NULL
     count_
 };
 
@@ -40,7 +52,9 @@ inline constexpr std::size_t statement_count = static_cast<std::size_t>(statemen
 inline constexpr std::array<std::string_view, statement_count> statement_names = {
     "acquire_unique_key", "release_delete", "release_decrement",    "inspect_lock",
     "list_locks",         "reap_expired",   "migrations_bootstrap", "migrations_applied",
-    "migration_record",   "migrate_lock",   "migrate_unlock",
+    "migration_record",   "migrate_lock",   "migrate_unlock",       "fu_session",
+    "fu_wait",            "fu_begin",       "fu_lock",              "fu_lock_nowait",
+    "fu_check",           "fu_create_row",  "fu_next_token",
 };
 
 inline std::string_view name_of(statement id) {
@@ -51,6 +65,7 @@ inline std::string_view name_of(statement id) {
 struct sql_catalog {
     std::array<std::string, statement_count> text;
     std::array<bool, statement_count> noop{}; ///< the file holds only comments: nothing to send
+    std::array<bool, statement_count> skip_if_unchanged{}; ///< see the file comment above
     const std::string& operator[](statement id) const { return text[static_cast<std::size_t>(id)]; }
     bool is_noop(statement id) const { return noop[static_cast<std::size_t>(id)]; }
 };

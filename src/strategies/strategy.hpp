@@ -17,7 +17,23 @@ namespace sqlock::detail {
 struct grant {
     std::int64_t token = 0;
     std::int64_t hold_count = 0;
+    /// Until when the grant is certainly ours, on this process's steady clock: the send time
+    /// of the statement that confirmed it, plus the TTL, minus a safety margin.
+    std::chrono::steady_clock::time_point valid_until{};
+    /// select_for_update: the session whose open transaction is the lock (unpinned when the
+    /// last copy goes).
+    std::shared_ptr<session> pinned;
 };
+
+/// How long one acquire attempt may wait on the server.
+struct server_wait {
+    static constexpr std::chrono::milliseconds none{-1};   ///< fail at once if held
+    static constexpr std::chrono::milliseconds forever{0}; ///< until granted
+};
+
+/// `sent` + ttl minus a margin of ttl/20 (at most 1 s): the local end of a lease.
+std::chrono::steady_clock::time_point lease_end(std::chrono::steady_clock::time_point sent,
+                                                std::chrono::milliseconds ttl);
 
 /// Who asks for which lock, for how long.
 struct lock_request {
@@ -31,12 +47,20 @@ public:
     virtual ~lock_strategy() = default;
 
     /// One attempt at a new grant: the grant, or nullopt when someone else holds the lock.
-    /// Throws sqlock::error; connection errors are retryable.
-    virtual std::optional<grant> try_acquire(database_impl& db, const lock_request& req) = 0;
+    /// Strategies that wait server-side (waits_server_side()) wait up to `wait` (a positive
+    /// duration, server_wait::none or server_wait::forever); the others ignore it and the
+    /// caller polls. Throws sqlock::error; connection errors are retryable.
+    virtual std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
+                                             std::chrono::milliseconds wait) = 0;
 
-    /// Re-entry by the current holder: returns the new hold count. Throws errc::lock_lost when
-    /// the grant `held` is no longer ours (expired or taken over): it is never resurrected.
-    virtual std::int64_t reenter(database_impl& db, const lock_request& req, const grant& held) = 0;
+    /// True when try_acquire() itself waits on the server, so the caller must not sleep
+    /// between attempts.
+    virtual bool waits_server_side() const noexcept { return false; }
+
+    /// Re-entry by the current holder: returns the grant with its new hold count and validity.
+    /// Throws errc::lock_lost when the grant `held` is no longer ours (expired or taken over):
+    /// it is never resurrected.
+    virtual grant reenter(database_impl& db, const lock_request& req, const grant& held) = 0;
 
     /// Gives back one hold of `held` (the last one deletes the lease). Throws errc::lock_lost
     /// when the row is no longer ours, other sqlock::error when the outcome is unknown.
@@ -45,5 +69,8 @@ public:
 
 /// The implementation of `s`; throws errc::unsupported for strategies not built yet.
 std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend);
+
+std::unique_ptr<lock_strategy> make_unique_key_strategy();
+std::unique_ptr<lock_strategy> make_select_for_update_strategy();
 
 } // namespace sqlock::detail

@@ -39,7 +39,9 @@ std::optional<lock_row> inspect(database_impl& db, std::string_view name) {
 
 class unique_key_strategy final : public lock_strategy {
 public:
-    std::optional<grant> try_acquire(database_impl& db, const lock_request& req) override {
+    std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
+                                     std::chrono::milliseconds /*wait: polls instead*/) override {
+        const auto sent = std::chrono::steady_clock::now();
         try {
             return acquire_statement(db, req, nullptr);
         } catch (const error& e) {
@@ -48,16 +50,16 @@ public:
             // The reply was lost: the grant may or may not have happened. Read the row back.
             const auto row = inspect(db, req.name);
             if (row && row->owner == req.owner && row->expires_in_ms > 0)
-                return grant{row->token, row->hold_count};
+                return grant{row->token, row->hold_count, lease_end(sent, req.ttl), {}};
             throw;
         }
     }
 
-    std::int64_t reenter(database_impl& db, const lock_request& req, const grant& held) override {
+    grant reenter(database_impl& db, const lock_request& req, const grant& held) override {
         const auto g = acquire_statement(db, req, held.token);
         if (!g || g->token != held.token)
             throw_lost(db, req, "its lease expired or was taken over before the re-entrant lock");
-        return g->hold_count;
+        return *g;
     }
 
     void release(database_impl& db, const lock_request& req, const grant& held) override {
@@ -89,6 +91,7 @@ public:
 private:
     static std::optional<grant> acquire_statement(database_impl& db, const lock_request& req,
                                                   param held_token) {
+        const auto sent = std::chrono::steady_clock::now();
         const auto& me = this_process();
         const auto res = db.run(statement::acquire_unique_key,
                                 {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
@@ -98,23 +101,14 @@ private:
         const auto& r = res.rows.front();
         if (column_int(r.at(2)) != 1)
             return std::nullopt; // row returned but not granted (MySQL)
-        return grant{column_int(r.at(0)), column_int(r.at(1))};
+        return grant{column_int(r.at(0)), column_int(r.at(1)), lease_end(sent, req.ttl), {}};
     }
 };
 
 } // namespace
 
-std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend) {
-    switch (s) {
-    case strategy::unique_key:
-        return std::make_unique<unique_key_strategy>();
-    case strategy::select_for_update:
-    case strategy::optimistic_version:
-        break;
-    }
-    throw error(errc::unsupported, "strategy " + std::string(to_string(s)) +
-                                       " is not implemented yet on " +
-                                       std::string(to_string(backend)));
+std::unique_ptr<lock_strategy> make_unique_key_strategy() {
+    return std::make_unique<unique_key_strategy>();
 }
 
 } // namespace sqlock::detail

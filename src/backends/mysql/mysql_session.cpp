@@ -17,6 +17,7 @@
 #include <limits>
 #include <memory>
 #include <mysql_connection.h>
+#include <map>
 #include <mysql_driver.h>
 #include <stdexcept>
 #include <string>
@@ -142,11 +143,24 @@ public:
         // A silent reconnect would drop session state (transaction, GET_LOCK, prepared
         // statements) behind our back: a broken connection must surface as errc::connection.
         options["OPT_RECONNECT"] = false;
+        if (config.purpose == session_purpose::lock_holder && !config.client_identity.empty()) {
+            // Operators see which process holds a FOR UPDATE lock in
+            // performance_schema.session_connect_attrs (when performance_schema is on).
+            std::map<sql::SQLString, sql::SQLString> attributes;
+            attributes["sqlock_process"] = sql::SQLString(config.client_identity);
+            options["OPT_CONNECT_ATTR_ADD"] = attributes;
+        }
         try {
             m_conn.reset(driver()->connect(options));
             check_server_version();
             m_plain.reset(m_conn->createStatement());
             m_plain->execute(session_setup);
+            // Lock sessions run with autocommit off: the locking SELECT itself opens the
+            // transaction, so an acquire needs no START TRANSACTION round trip.
+            if (config.purpose == session_purpose::lock_holder) {
+                m_plain->execute("SET SESSION autocommit = 0");
+                m_autocommit_off = true;
+            }
         } catch (const sql::SQLException& e) {
             fail(e, "connect");
         }
@@ -155,6 +169,8 @@ public:
 protected:
     result do_execute(statement id, std::span<const param> params) override {
         check_usable();
+        if (m_autocommit_off)
+            m_in_transaction = true;
         try {
             auto& p = prepared(id);
             for (std::size_t i = 0; i < p.order.size(); ++i) {
@@ -202,11 +218,18 @@ public:
             run_plain(text, "script");
     }
 
-    void begin() override { run_plain("START TRANSACTION", "begin"); }
-    void commit() override { run_plain("COMMIT", "commit"); }
+    void begin() override {
+        run_plain("START TRANSACTION", "begin");
+        m_in_transaction = true;
+    }
+    void commit() override {
+        m_in_transaction = false;
+        run_plain("COMMIT", "commit");
+    }
     void rollback() noexcept override {
-        if (!m_usable)
+        if (!m_usable || !m_in_transaction)
             return;
+        m_in_transaction = false;
         try {
             run_plain("ROLLBACK", "rollback");
         } catch (...) {
@@ -332,6 +355,10 @@ private:
     std::unique_ptr<sql::Statement> m_plain;
     std::array<prepared_statement, statement_count> m_prepared;
     bool m_usable = true;
+    /// A transaction may be open: after begin(), and after any statement on a lock-holder
+    /// session (autocommit is off there). Lets rollback() skip a needless round trip.
+    bool m_in_transaction = false;
+    bool m_autocommit_off = false;
 };
 
 } // namespace

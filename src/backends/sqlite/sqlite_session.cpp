@@ -3,6 +3,7 @@
 #include "core/sql_text.hpp"
 
 #include <array>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <sqlite3.h>
@@ -18,18 +19,38 @@ struct stmt_finalizer {
     void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
 };
 
+/// SQL function sqlock_busy_timeout(ms): -1 = do not wait, 0 = wait forever, else ms.
+void set_busy_timeout(sqlite3_context* context, int, sqlite3_value** argv) {
+    const auto ms = sqlite3_value_int64(argv[0]);
+    const int timeout = ms < 0    ? 0
+                        : ms == 0 ? std::numeric_limits<int>::max()
+                                  : static_cast<int>(std::min<sqlite3_int64>(
+                                        ms, std::numeric_limits<int>::max()));
+    sqlite3_busy_timeout(sqlite3_context_db_handle(context), timeout);
+    sqlite3_result_int(context, 1);
+}
+
 class sqlite_session final : public session {
 public:
     sqlite_session(const connection_config& config, const sql_catalog& catalog)
         : session(catalog), m_config(config) {
+        const bool lock_holder = config.purpose == session_purpose::lock_holder;
+        const std::string& file = lock_holder ? config.lock_file : config.path;
+        if (lock_holder) {
+            // Lock files live in a directory beside the database: <db>-sqlock/<hash>.lock.
+            std::error_code ec;
+            std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ec);
+        }
         sqlite3* raw = nullptr;
         const int rc = sqlite3_open_v2(
-            config.path.c_str(), &raw,
-            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+            file.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+            nullptr);
         m_db.reset(raw);
         if (rc != SQLITE_OK) {
             const std::string why = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
-            throw error(errc::connection, "sqlite: cannot open " + config.redacted_url + ": " + why,
+            throw error(errc::connection,
+                        "sqlite: cannot open " + (lock_holder ? file : config.redacted_url) +
+                            ": " + why,
                         "sqlite", rc);
         }
         sqlite3_extended_result_codes(m_db.get(), 1);
@@ -37,6 +58,12 @@ public:
         const auto busy_ms =
             std::min<long long>(config.connect_timeout.count(), std::numeric_limits<int>::max());
         sqlite3_busy_timeout(m_db.get(), static_cast<int>(busy_ms));
+        if (lock_holder) {
+            // fu_wait sets how long BEGIN IMMEDIATE waits for the lock file, from SQL.
+            sqlite3_create_function_v2(m_db.get(), "sqlock_busy_timeout", 1, SQLITE_UTF8, nullptr,
+                                       &set_busy_timeout, nullptr, nullptr, nullptr);
+            return; // nothing is ever written to a lock file: no journal settings needed
+        }
         // WAL lets readers run beside the one writer; synchronous=FULL makes every grant
         // durable, so a power loss cannot roll the token counter back.
         exec_plain("PRAGMA journal_mode = WAL");

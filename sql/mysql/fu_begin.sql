@@ -1,0 +1,2 @@
+-- Nothing to send: lock sessions run with autocommit = 0, so the locking SELECT opens the
+-- transaction itself.

@@ -1,0 +1,3 @@
+-- NOWAIT fails with error 1205 at once when the row is locked.
+SELECT NEXTVAL({token_seq})
+FROM (SELECT name FROM {locks} WHERE name = $1 FOR UPDATE NOWAIT) AS locked

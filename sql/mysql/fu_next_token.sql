@@ -1,0 +1,1 @@
+SELECT NEXTVAL({token_seq})

@@ -1,0 +1,1 @@
+SELECT nextval('{token_seq}')

@@ -1,0 +1,2 @@
+-- Nothing to send: the lock is a file lock that the operating system drops when the holder
+-- process dies; there is no server session to guard.

@@ -1,0 +1,144 @@
+// strategy::select_for_update — the lock is a row lock held by an open transaction on a
+// connection pinned for the whole hold; COMMIT (or the death of the session) releases it.
+//
+// Statements per operation, all on the pinned lock session unless noted:
+//   acquire: fu_session, fu_wait, fu_begin, fu_lock[_nowait] as one batch. PostgreSQL
+//            pipelines it: one round trip. MariaDB skips the settings while unchanged and
+//            needs no BEGIN (autocommit is off on lock sessions): one round trip. SQLite runs
+//            BEGIN IMMEDIATE on the name's own lock file, then fu_next_token on the pool.
+//   first use of a name: + ROLLBACK, fu_create_row (pool), and the batch again.
+//   re-entry: fu_check (one round trip; proves the session, and so the lock, is alive).
+//   release:  COMMIT (one round trip); a re-entrant hold is counted locally.
+// An uncontended acquire + release is therefore two round trips on PostgreSQL and MariaDB.
+//
+// Waiting happens on the server (lock_timeout / innodb_lock_wait_timeout + max_statement_time /
+// busy_timeout), bounded by the caller's deadline and, per attempt, by half the I/O timeout so
+// that a long wait is never mistaken for a dead server.
+#include "strategies/strategy.hpp"
+
+#include "core/owner.hpp"
+
+namespace sqlock::detail {
+
+namespace {
+
+class select_for_update_strategy final : public lock_strategy {
+public:
+    bool waits_server_side() const noexcept override { return true; }
+
+    std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
+                                     std::chrono::milliseconds wait) override {
+        wait = clamp_to_io_timeout(db, wait);
+        for (int attempt = 0;; ++attempt) {
+            auto s = db.pin(req.name);
+            const auto sent = std::chrono::steady_clock::now();
+            std::vector<result> results;
+            try {
+                const batch_item items[] = {
+                    {statement::fu_session,
+                     {req.owner, static_cast<std::int64_t>(req.ttl.count())}},
+                    {statement::fu_wait, {static_cast<std::int64_t>(wait.count())}},
+                    {statement::fu_begin, {}},
+                    {wait == server_wait::none ? statement::fu_lock_nowait : statement::fu_lock,
+                     {req.name}},
+                };
+                results = s->execute_batch(items);
+            } catch (const error& e) {
+                db.unpin(std::move(s)); // rolls back: after a lock timeout the transaction
+                                        // is still open (MariaDB 1205 ends only the statement)
+                if (e.code() == errc::timeout)
+                    return std::nullopt; // held by someone else for all of `wait`
+                db.rethrow_with_context(e);
+            }
+            const auto& rows = results.back().rows;
+            if (rows.empty()) {
+                // No row to lock (a missing row locks nothing in PostgreSQL and only a gap in
+                // InnoDB): create it outside the transaction, then lock it.
+                db.unpin(std::move(s));
+                if (attempt > 0)
+                    throw error(errc::backend, "lock row for \"" + std::string(req.name) +
+                                                   "\" vanished twice while locking it");
+                db.run(statement::fu_create_row, {req.name});
+                continue;
+            }
+            if (rows.size() != 1)
+                throw error(errc::backend, "locking \"" + std::string(req.name) + "\" returned " +
+                                               std::to_string(rows.size()) + " rows, not 1");
+            std::int64_t token = 0;
+            if (rows.front().at(0)) {
+                token = column_int(rows.front()[0]);
+            } else {
+                // The lock itself carries no token (SQLite lock files): draw one, committed on
+                // its own so no later grant can ever get a smaller one.
+                try {
+                    token = column_int(db.run(statement::fu_next_token, {}).rows.at(0).at(0));
+                } catch (...) {
+                    db.unpin(std::move(s));
+                    throw;
+                }
+            }
+            return grant{token, 1, lease_end(sent, req.ttl), pin_shared(db, std::move(s))};
+        }
+    }
+
+    grant reenter(database_impl& db, const lock_request& req, const grant& held) override {
+        grant g = held;
+        const auto sent = std::chrono::steady_clock::now();
+        try {
+            if (!held.pinned || !held.pinned->usable())
+                throw error(errc::connection, "the lock session is closed");
+            held.pinned->execute(statement::fu_check, {});
+        } catch (const error& e) {
+            throw error(errc::lock_lost, "lock \"" + std::string(req.name) + "\" in " +
+                                             db.config().redacted_url +
+                                             " was lost: its session ended (" + e.what() + ")",
+                        e.backend(), e.native_code(), e.sqlstate());
+        }
+        g.hold_count = held.hold_count + 1;
+        g.valid_until = lease_end(sent, req.ttl); // the server's idle timer restarted too
+        return g;
+    }
+
+    void release(database_impl& db, const lock_request& req, const grant& held) override {
+        if (held.hold_count > 1)
+            return; // re-entrant holds share the one transaction
+        try {
+            if (!held.pinned || !held.pinned->usable())
+                throw error(errc::connection, "the lock session is closed");
+            held.pinned->commit();
+        } catch (const error& e) {
+            // The session died (idle timeout, killed, network): the server rolled the
+            // transaction back when it ended, possibly long before this release.
+            throw error(errc::lock_lost,
+                        "lock \"" + std::string(req.name) + "\" in " + db.config().redacted_url +
+                            " was lost before release: its session ended (" + e.what() + ")",
+                        e.backend(), e.native_code(), e.sqlstate());
+        }
+    }
+
+private:
+    static std::chrono::milliseconds clamp_to_io_timeout(const database_impl& db,
+                                                         std::chrono::milliseconds wait) {
+        const auto io = db.options().io_timeout;
+        if (io.count() <= 0 || wait == server_wait::none)
+            return wait;
+        const auto limit = std::max<std::chrono::milliseconds>(io / 2, std::chrono::seconds(1));
+        return (wait == server_wait::forever || wait > limit) ? limit : wait;
+    }
+
+    /// Shares a pinned session; the last copy hands it back to the database.
+    static std::shared_ptr<session> pin_shared(database_impl& db, std::unique_ptr<session> s) {
+        auto owner = db.shared_from_this();
+        return std::shared_ptr<session>(s.release(), [owner](session* p) {
+            owner->unpin(std::unique_ptr<session>(p));
+        });
+    }
+};
+
+} // namespace
+
+std::unique_ptr<lock_strategy> make_select_for_update_strategy() {
+    return std::make_unique<select_for_update_strategy>();
+}
+
+} // namespace sqlock::detail
