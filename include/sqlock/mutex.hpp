@@ -112,6 +112,10 @@ public:
     const std::string& name() const noexcept;
     /// The full owner id this mutex writes into the lock row for the calling thread.
     std::string owner_id() const;
+    /// select_for_update: the database server's id of the session holding the lock for the
+    /// calling thread (PostgreSQL backend pid, MariaDB connection id) — what an operator
+    /// passes to pg_terminate_backend() or KILL. 0 when not held or not applicable.
+    std::int64_t server_session_id() const noexcept;
     /// Message of the last failure unlock() swallowed ("" when none).
     std::string last_error() const;
 

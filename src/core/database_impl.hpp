@@ -86,6 +86,11 @@ public:
     /// Statements sent through run() so far: lets tests verify the per-operation statement
     /// budget (README "What each operation sends").
     std::uint64_t statements_sent() const noexcept { return m_statements_sent.load(); }
+    /// Acquire attempts made by mutexes on this database (tests await waiters with it).
+    std::uint64_t acquire_attempts() const noexcept { return m_acquire_attempts.load(); }
+    void count_acquire_attempt() noexcept {
+        m_acquire_attempts.fetch_add(1, std::memory_order_relaxed);
+    }
 
 private:
     std::unique_ptr<session> open_session();
@@ -99,9 +104,10 @@ private:
     std::mutex m_pool_mutex;
     std::condition_variable m_pool_cv;
     std::vector<std::unique_ptr<session>> m_idle;
-    std::size_t m_open = 0; ///< sessions alive: idle + checked out
+    std::size_t m_open = 0;                               ///< sessions alive: idle + checked out
     std::vector<std::unique_ptr<session>> m_idle_holders; ///< lock sessions not holding now
     std::atomic<std::uint64_t> m_statements_sent{0};
+    std::atomic<std::uint64_t> m_acquire_attempts{0};
 };
 
 } // namespace sqlock::detail

@@ -93,8 +93,10 @@ std::chrono::milliseconds wait_budget(std::chrono::steady_clock::time_point dead
     using namespace std::chrono;
     if (deadline == steady_clock::time_point::max())
         return server_wait::forever;
-    const auto left = ceil<milliseconds>(deadline - steady_clock::now());
-    return left.count() <= 0 ? server_wait::none : left;
+    const auto now = steady_clock::now();
+    if (deadline <= now) // also try_lock()'s time_point::min(): never subtract from it
+        return server_wait::none;
+    return ceil<milliseconds>(deadline - now);
 }
 
 class backoff {
@@ -214,8 +216,10 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
     detail::backoff delay(impl.m_options.retry_min, impl.m_options.retry_max);
     const bool server_waits = impl.m_strategy->waits_server_side();
     for (;;) {
+        impl.db().count_acquire_attempt();
         try {
-            if (auto g = impl.m_strategy->try_acquire(impl.db(), req, detail::wait_budget(deadline))) {
+            if (auto g =
+                    impl.m_strategy->try_acquire(impl.db(), req, detail::wait_budget(deadline))) {
                 std::lock_guard lock(impl.m_state_mutex);
                 impl.m_held =
                     detail::mutex_impl::hold{std::this_thread::get_id(), owner, std::move(*g)};
@@ -292,6 +296,13 @@ std::int64_t mutex::token() const {
 std::int64_t mutex::hold_count() const noexcept {
     std::lock_guard lock(m_impl->m_state_mutex);
     return m_impl->held_by_me() ? m_impl->m_held->current.hold_count : 0;
+}
+
+std::int64_t mutex::server_session_id() const noexcept {
+    std::lock_guard lock(m_impl->m_state_mutex);
+    if (!m_impl->held_by_me() || !m_impl->m_held->current.pinned)
+        return 0;
+    return m_impl->m_held->current.pinned->server_session_id();
 }
 
 const std::string& mutex::name() const noexcept {

@@ -82,6 +82,10 @@ public:
     /// allows it (PostgreSQL), it also notices a server that hung up while we were idle.
     virtual bool usable() const noexcept = 0;
 
+    /// The server's id for this connection (PostgreSQL backend pid, MariaDB connection id), as
+    /// pg_terminate_backend() / KILL take it; 0 where there is none (SQLite) or it is unknown.
+    virtual std::int64_t server_session_id() const noexcept { return 0; }
+
 protected:
     virtual result do_execute(statement id, std::span<const param> params) = 0;
     /// Runs every item (no-ops and unchanged settings are already filtered out); default: one

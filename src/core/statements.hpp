@@ -50,11 +50,25 @@ inline constexpr std::size_t statement_count = static_cast<std::size_t>(statemen
 
 /// File stem of each statement: sql/<backend>/<name>.sql.
 inline constexpr std::array<std::string_view, statement_count> statement_names = {
-    "acquire_unique_key", "release_delete", "release_decrement",    "inspect_lock",
-    "list_locks",         "reap_expired",   "migrations_bootstrap", "migrations_applied",
-    "migration_record",   "migrate_lock",   "migrate_unlock",       "fu_session",
-    "fu_wait",            "fu_begin",       "fu_lock",              "fu_lock_nowait",
-    "fu_check",           "fu_create_row",  "fu_next_token",
+    "acquire_unique_key",
+    "release_delete",
+    "release_decrement",
+    "inspect_lock",
+    "list_locks",
+    "reap_expired",
+    "migrations_bootstrap",
+    "migrations_applied",
+    "migration_record",
+    "migrate_lock",
+    "migrate_unlock",
+    "fu_session",
+    "fu_wait",
+    "fu_begin",
+    "fu_lock",
+    "fu_lock_nowait",
+    "fu_check",
+    "fu_create_row",
+    "fu_next_token",
 };
 
 inline std::string_view name_of(statement id) {

@@ -2,7 +2,7 @@
 // connection pinned for the whole hold; COMMIT (or the death of the session) releases it.
 //
 // Statements per operation, all on the pinned lock session unless noted:
-//   acquire: fu_session, fu_wait, fu_begin, fu_lock[_nowait] as one batch. PostgreSQL
+//   acquire: fu_wait, fu_begin, fu_session, fu_lock[_nowait] as one batch. PostgreSQL
 //            pipelines it: one round trip. MariaDB skips the settings while unchanged and
 //            needs no BEGIN (autocommit is off on lock sessions): one round trip. SQLite runs
 //            BEGIN IMMEDIATE on the name's own lock file, then fu_next_token on the pool.
@@ -14,9 +14,8 @@
 // Waiting happens on the server (lock_timeout / innodb_lock_wait_timeout + max_statement_time /
 // busy_timeout), bounded by the caller's deadline and, per attempt, by half the I/O timeout so
 // that a long wait is never mistaken for a dead server.
-#include "strategies/strategy.hpp"
-
 #include "core/owner.hpp"
+#include "strategies/strategy.hpp"
 
 namespace sqlock::detail {
 
@@ -34,11 +33,13 @@ public:
             const auto sent = std::chrono::steady_clock::now();
             std::vector<result> results;
             try {
+                // Order matters: the wait applies to BEGIN on SQLite (lock file), and on
+                // PostgreSQL the session guards are transaction-local, so they follow BEGIN.
                 const batch_item items[] = {
-                    {statement::fu_session,
-                     {req.owner, static_cast<std::int64_t>(req.ttl.count())}},
                     {statement::fu_wait, {static_cast<std::int64_t>(wait.count())}},
                     {statement::fu_begin, {}},
+                    {statement::fu_session,
+                     {req.owner, static_cast<std::int64_t>(req.ttl.count())}},
                     {wait == server_wait::none ? statement::fu_lock_nowait : statement::fu_lock,
                      {req.name}},
                 };
@@ -89,9 +90,9 @@ public:
                 throw error(errc::connection, "the lock session is closed");
             held.pinned->execute(statement::fu_check, {});
         } catch (const error& e) {
-            throw error(errc::lock_lost, "lock \"" + std::string(req.name) + "\" in " +
-                                             db.config().redacted_url +
-                                             " was lost: its session ended (" + e.what() + ")",
+            throw error(errc::lock_lost,
+                        "lock \"" + std::string(req.name) + "\" in " + db.config().redacted_url +
+                            " was lost: its session ended (" + e.what() + ")",
                         e.backend(), e.native_code(), e.sqlstate());
         }
         g.hold_count = held.hold_count + 1;
@@ -129,9 +130,8 @@ private:
     /// Shares a pinned session; the last copy hands it back to the database.
     static std::shared_ptr<session> pin_shared(database_impl& db, std::unique_ptr<session> s) {
         auto owner = db.shared_from_this();
-        return std::shared_ptr<session>(s.release(), [owner](session* p) {
-            owner->unpin(std::unique_ptr<session>(p));
-        });
+        return std::shared_ptr<session>(
+            s.release(), [owner](session* p) { owner->unpin(std::unique_ptr<session>(p)); });
     }
 };
 

@@ -14,9 +14,12 @@ std::chrono::steady_clock::time_point lease_end(std::chrono::steady_clock::time_
 
 std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend) {
     switch (s) {
-    case strategy::unique_key: return make_unique_key_strategy();
-    case strategy::select_for_update: return make_select_for_update_strategy();
-    case strategy::optimistic_version: break;
+    case strategy::unique_key:
+        return make_unique_key_strategy();
+    case strategy::select_for_update:
+        return make_select_for_update_strategy();
+    case strategy::optimistic_version:
+        break;
     }
     throw error(errc::unsupported, "strategy " + std::string(to_string(s)) +
                                        " is not implemented yet on " +

@@ -61,6 +61,21 @@ const backend_under_test& backend() {
     return b;
 }
 
+sqlock::strategy strategy() {
+    static const sqlock::strategy s = [] {
+        const char* name = std::getenv("SQLOCK_TEST_STRATEGY");
+        return sqlock::parse_strategy(name ? name : "unique_key");
+    }();
+    return s;
+}
+
+sqlock::mutex_options opts(std::chrono::milliseconds ttl) {
+    sqlock::mutex_options o;
+    o.strategy = strategy();
+    o.ttl = ttl;
+    return o;
+}
+
 sqlock::database& db() {
     static sqlock::database d = [] {
         auto database = sqlock::connect(backend().url);
@@ -87,6 +102,14 @@ std::optional<sqlock::lock_info> row_of(const std::string& name) {
 void exec_sql(sqlock::database& database, const std::string& sql) {
     auto s = database.impl()->checkout();
     s->execute_script(sql);
+}
+
+void kill_session(sqlock::database& database, std::int64_t session_id) {
+    REQUIRE(session_id > 0);
+    if (database.backend() == sqlock::backend_kind::postgresql)
+        exec_sql(database, "SELECT pg_terminate_backend(" + std::to_string(session_id) + ")");
+    else
+        exec_sql(database, "KILL " + std::to_string(session_id));
 }
 
 void backdate(sqlock::database& database, const std::string& name, std::chrono::seconds by) {

@@ -20,6 +20,12 @@ struct backend_under_test {
 /// The backend for this run. A missing server URL is a test FAILURE, never a skip.
 const backend_under_test& backend();
 
+/// The strategy under test (SQLOCK_TEST_STRATEGY; default unique_key).
+sqlock::strategy strategy();
+
+/// Mutex options for the strategy under test.
+sqlock::mutex_options opts(std::chrono::milliseconds ttl = std::chrono::seconds(30));
+
 /// A migrated database with the default table prefix, shared by the tests of this process.
 sqlock::database& db();
 
@@ -31,6 +37,9 @@ std::optional<sqlock::lock_info> row_of(const std::string& name);
 
 /// Moves the lease of `name` `by` into the past on the database clock (instead of sleeping).
 void backdate(sqlock::database& database, const std::string& name, std::chrono::seconds by);
+
+/// Ends the server session with id `session_id` (pg_terminate_backend / KILL).
+void kill_session(sqlock::database& database, std::int64_t session_id);
 
 /// Runs SQL directly on one of the database's sessions (DDL or DML without parameters).
 void exec_sql(sqlock::database& database, const std::string& sql);

@@ -2,10 +2,12 @@
 // database.
 #include "backend_fixture.hpp"
 
+#include <atomic>
 #include <doctest/doctest.h>
 #include <filesystem>
 #include <signal.h>
 #include <sstream>
+#include <thread>
 
 using namespace std::chrono_literals;
 using test::db;
@@ -17,104 +19,146 @@ std::string url_env() {
     return "SQLOCK_URL=" + test::backend().url;
 }
 
+std::string strategy_arg() {
+    return std::string(sqlock::to_string(test::strategy()));
+}
+
 } // namespace
 
-TEST_CASE("processes contending for one name never overlap; tokens increase") {
-    const auto name = test::unique_name("procs");
-    const auto log = test::backend().scratch_dir + "/" + name + ".log";
-    const int processes = 4;
-    const int iterations = 20;
-    std::vector<pid_t> pids;
-    for (int p = 0; p < processes; ++p) {
-        pids.push_back(test::spawn({SQLOCK_CONTENDER_PATH, test::backend().url, name, "30000",
-                                    std::to_string(iterations), log, "unique_key"}));
+TEST_SUITE("common") {
+
+    TEST_CASE("processes contending for one name never overlap; tokens increase") {
+        const auto name = test::unique_name("procs");
+        const auto log = test::backend().scratch_dir + "/" + name + ".log";
+        const int processes = 4;
+        const int iterations = 20;
+        std::vector<pid_t> pids;
+        for (int p = 0; p < processes; ++p) {
+            pids.push_back(test::spawn({SQLOCK_CONTENDER_PATH, test::backend().url, name, "30000",
+                                        std::to_string(iterations), log,
+                                        std::string(sqlock::to_string(test::strategy()))}));
+        }
+        for (const auto pid : pids)
+            CHECK(test::wait_exit(pid) == 0);
+
+        std::istringstream in(test::read_file(log));
+        std::int64_t token = 0;
+        std::int64_t last = 0;
+        long pid = 0;
+        int lines = 0;
+        bool increasing = true;
+        while (in >> token >> pid) {
+            ++lines;
+            if (token <= last)
+                increasing = false;
+            last = token;
+        }
+        CHECK(lines == processes * iterations);
+        CHECK(increasing);
     }
-    for (const auto pid : pids)
-        CHECK(test::wait_exit(pid) == 0);
 
-    std::istringstream in(test::read_file(log));
-    std::int64_t token = 0;
-    std::int64_t last = 0;
-    long pid = 0;
-    int lines = 0;
-    bool increasing = true;
-    while (in >> token >> pid) {
-        ++lines;
-        if (token <= last)
-            increasing = false;
-        last = token;
+    TEST_CASE("a holder killed with SIGKILL frees the lock, no reaper needed") {
+        // unique_key: at the end of the lease; select_for_update: as soon as the server (or, for
+        // SQLite, the OS) sees the process gone.
+        const bool lease = test::strategy() == sqlock::strategy::unique_key;
+        const auto name = test::unique_name("kill9");
+        const pid_t holder =
+            test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(), "--ttl",
+                         lease ? "1s" : "30s", "--", "/bin/sh", "-c",
+                         "echo \"$SQLOCK_TOKEN\" > '" + test::backend().scratch_dir + "/" + name +
+                             "'; exec /bin/sleep 60"},
+                        {url_env()});
+        const auto token_file = test::backend().scratch_dir + "/" + name;
+        REQUIRE(test::eventually([&] { return !test::read_file(token_file).empty(); }, 10s));
+        const auto killed_token = std::stoll(test::read_file(token_file));
+
+        std::atomic<std::int64_t> got_ns{0};
+        std::atomic<std::int64_t> token{0};
+        std::atomic<bool> waiting{false};
+        std::thread waiter([&] {
+            sqlock::mutex m(db(), name, test::opts());
+            waiting = true;
+            if (m.try_lock_for(10s)) {
+                got_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+                token = m.token();
+                m.unlock();
+            }
+        });
+        REQUIRE(test::eventually([&] { return waiting.load(); }, 5s));
+        const auto killed = std::chrono::steady_clock::now();
+        kill(-holder, SIGKILL); // the CLI and its command: nothing releases the lock
+        CHECK(test::wait_exit(holder) == 128 + SIGKILL);
+        waiter.join();
+        REQUIRE(got_ns.load() != 0);
+        const auto took = std::chrono::nanoseconds(got_ns.load()) - killed.time_since_epoch();
+        CHECK(took < (lease ? 3s : 1s));
+        CHECK(token.load() > killed_token);
     }
-    CHECK(lines == processes * iterations);
-    CHECK(increasing);
-}
 
-TEST_CASE("a holder killed with SIGKILL frees the lock at its TTL, no reaper needed") {
-    const auto name = test::unique_name("kill9");
-    const pid_t holder = test::spawn(
-        {SQLOCK_CLI_PATH, "run", name, "--ttl", "1s", "--", "/bin/sleep", "60"}, {url_env()});
-    REQUIRE(test::eventually([&] { return row_of(name).has_value(); }, 10s));
-    const auto killed_token = row_of(name)->token;
-    kill(-holder, SIGKILL); // the CLI and its command: nothing releases the lease
-    CHECK(test::wait_exit(holder) == 128 + SIGKILL);
-
-    sqlock::mutex m(db(), name);
-    const auto start = std::chrono::steady_clock::now();
-    REQUIRE(m.try_lock_for(10s));
-    CHECK(std::chrono::steady_clock::now() - start < 3s);
-    CHECK(m.token() > killed_token);
-    m.unlock();
-}
-
-TEST_CASE("sqlock run: token in the environment, command's exit status, lock released") {
-    const auto name = test::unique_name("cli-run");
-    const auto out = test::backend().scratch_dir + "/" + name + ".token";
-    const pid_t p = test::spawn({SQLOCK_CLI_PATH, "run", name, "--ttl", "30s", "--", "/bin/sh",
-                                 "-c", "echo \"$SQLOCK_TOKEN\" > '" + out + "'; exit 7"},
-                                {url_env()});
-    CHECK(test::wait_exit(p) == 7);
-    const auto token = std::stoll(test::read_file(out));
-    CHECK(token > 0);
-    CHECK_FALSE(row_of(name).has_value()); // released after the command exited
-}
-
-TEST_CASE("sqlock run --wait: exits 75 without running the command when the lock is held") {
-    const auto name = test::unique_name("cli-busy");
-    sqlock::mutex holder(db(), name);
-    holder.lock();
-    const auto marker = test::backend().scratch_dir + "/" + name + ".ran";
-    for (const char* wait : {"0", "300ms"}) {
-        const auto start = std::chrono::steady_clock::now();
-        const pid_t p = test::spawn(
-            {SQLOCK_CLI_PATH, "run", name, "--wait", wait, "--", "/usr/bin/touch", marker},
-            {url_env()});
-        CHECK(test::wait_exit(p) == 75);
-        CHECK(std::chrono::steady_clock::now() - start < 3s);
+    TEST_CASE("sqlock run: token in the environment, command's exit status, lock released") {
+        const auto name = test::unique_name("cli-run");
+        const auto out = test::backend().scratch_dir + "/" + name + ".token";
+        const pid_t p =
+            test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(), "--ttl", "30s",
+                         "--", "/bin/sh", "-c", "echo \"$SQLOCK_TOKEN\" > '" + out + "'; exit 7"},
+                        {url_env()});
+        CHECK(test::wait_exit(p) == 7);
+        const auto token = std::stoll(test::read_file(out));
+        CHECK(token > 0);
+        sqlock::mutex after(db(), name, test::opts()); // released after the command exited
+        CHECK(after.try_lock());
+        CHECK(after.token() > token);
+        after.unlock();
     }
-    CHECK_FALSE(std::filesystem::exists(marker));
-    holder.unlock();
-}
 
-TEST_CASE("sqlock list --json shows the holder") {
-    const auto name = test::unique_name("cli-list");
-    sqlock::mutex holder(db(), name);
-    holder.lock();
-    const auto out = test::backend().scratch_dir + "/" + name + ".json";
-    const pid_t p = test::spawn({SQLOCK_CLI_PATH, "list", "--json"}, {url_env()}, out);
-    CHECK(test::wait_exit(p) == 0);
-    const auto json = test::read_file(out);
-    CHECK(json.find("\"name\": \"" + name + "\"") != std::string::npos);
-    CHECK(json.find("\"token\": " + std::to_string(holder.token())) != std::string::npos);
-    CHECK(json.find("\"owner\": \"" + holder.owner_id() + "\"") != std::string::npos);
-    holder.unlock();
-}
+    TEST_CASE("sqlock run --wait: exits 75 without running the command when the lock is held") {
+        const auto name = test::unique_name("cli-busy");
+        sqlock::mutex holder(db(), name, test::opts());
+        holder.lock();
+        const auto marker = test::backend().scratch_dir + "/" + name + ".ran";
+        for (const char* wait : {"0", "300ms"}) {
+            const auto start = std::chrono::steady_clock::now();
+            const pid_t p = test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(),
+                                         "--wait", wait, "--", "/usr/bin/touch", marker},
+                                        {url_env()});
+            CHECK(test::wait_exit(p) == 75);
+            CHECK(std::chrono::steady_clock::now() - start < 3s);
+        }
+        CHECK_FALSE(std::filesystem::exists(marker));
+        holder.unlock();
+    }
 
-TEST_CASE("sqlock migrate --print writes DDL without connecting; bad usage exits 64") {
-    const auto out = test::backend().scratch_dir + "/ddl.sql";
-    const pid_t p = test::spawn({SQLOCK_CLI_PATH, "migrate", "--print"}, {url_env()}, out);
-    CHECK(test::wait_exit(p) == 0);
-    CHECK(test::read_file(out).find("CREATE TABLE") != std::string::npos);
-    CHECK(test::wait_exit(test::spawn({SQLOCK_CLI_PATH, "run"}, {url_env()})) == 64);
-    CHECK(test::wait_exit(test::spawn(
-              {SQLOCK_CLI_PATH, "run", "x", "--ttl", "-3s", "--", "/bin/true"}, {url_env()})) ==
-          64);
-}
+} // TEST_SUITE common
+
+TEST_SUITE("unique_key") {
+
+    TEST_CASE("sqlock list --json shows the holder") {
+        const auto name = test::unique_name("cli-list");
+        sqlock::mutex holder(db(), name);
+        holder.lock();
+        const auto out = test::backend().scratch_dir + "/" + name + ".json";
+        const pid_t p = test::spawn({SQLOCK_CLI_PATH, "list", "--json"}, {url_env()}, out);
+        CHECK(test::wait_exit(p) == 0);
+        const auto json = test::read_file(out);
+        CHECK(json.find("\"name\": \"" + name + "\"") != std::string::npos);
+        CHECK(json.find("\"token\": " + std::to_string(holder.token())) != std::string::npos);
+        CHECK(json.find("\"owner\": \"" + holder.owner_id() + "\"") != std::string::npos);
+        holder.unlock();
+    }
+
+} // TEST_SUITE unique_key
+
+TEST_SUITE("backend") {
+
+    TEST_CASE("sqlock migrate --print writes DDL without connecting; bad usage exits 64") {
+        const auto out = test::backend().scratch_dir + "/ddl.sql";
+        const pid_t p = test::spawn({SQLOCK_CLI_PATH, "migrate", "--print"}, {url_env()}, out);
+        CHECK(test::wait_exit(p) == 0);
+        CHECK(test::read_file(out).find("CREATE TABLE") != std::string::npos);
+        CHECK(test::wait_exit(test::spawn({SQLOCK_CLI_PATH, "run"}, {url_env()})) == 64);
+        CHECK(test::wait_exit(test::spawn(
+                  {SQLOCK_CLI_PATH, "run", "x", "--ttl", "-3s", "--", "/bin/true"}, {url_env()})) ==
+              64);
+    }
+
+} // TEST_SUITE backend

@@ -3,6 +3,12 @@
 // While holding the lock it creates LOG.inside with O_EXCL (failing if another holder is in
 // its critical section), appends "token pid" to LOG, and removes the marker before unlocking.
 // Exit codes: 0 ok, 3 overlap seen, 4 unlock reported a failure, 2 usage, 1 other error.
+//
+//   sqlock_contender hold URL NAME TTL_MS STRATEGY DIR
+// Takes the lock once, creates DIR/locked, then every 10 ms, while owns_lock() is true, appends
+// a steady-clock timestamp (ns) to DIR/acted -- "work done under the lock". When owns_lock()
+// turns false it creates DIR/lost, calls unlock() (which must not throw) and exits 0.
+// Gives up after 60 s with exit code 5.
 #include <cerrno>
 #include <cstdio>
 #include <fcntl.h>
@@ -13,7 +19,55 @@
 #include <thread>
 #include <unistd.h>
 
+namespace {
+
+void touch(const std::string& path, const std::string& content = {}) {
+    const int fd = open(path.c_str(), O_CREAT | O_APPEND | O_WRONLY, 0644);
+    if (fd >= 0) {
+        if (!content.empty() && write(fd, content.data(), content.size()) < 0)
+            std::cerr << "write failed\n";
+        close(fd);
+    }
+}
+
+int hold(char** argv) {
+    auto db = sqlock::connect(argv[2]);
+    sqlock::mutex_options o;
+    o.ttl = std::chrono::milliseconds(std::stoll(argv[4]));
+    o.strategy = sqlock::parse_strategy(argv[5]);
+    sqlock::mutex m(db, argv[3], o);
+    const std::string dir = argv[6];
+    m.lock();
+    touch(dir + "/locked",
+          std::to_string(m.token()) + " " + std::to_string(m.server_session_id()) + "\n");
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < give_up) {
+        // Read the clock first: owns_lock() == true then vouches for that instant.
+        const auto now = std::chrono::steady_clock::now().time_since_epoch();
+        if (!m.owns_lock()) {
+            touch(dir + "/lost");
+            m.unlock();
+            return 0;
+        }
+        touch(dir + "/acted",
+              std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()) +
+                  "\n");
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return 5;
+}
+
+} // namespace
+
 int main(int argc, char** argv) {
+    if (argc == 7 && std::string(argv[1]) == "hold") {
+        try {
+            return hold(argv);
+        } catch (const std::exception& e) {
+            std::cerr << "contender hold: " << e.what() << "\n";
+            return 1;
+        }
+    }
     if (argc != 7) {
         std::cerr << "usage: sqlock_contender URL NAME TTL_MS ITERATIONS LOG STRATEGY\n";
         return 2;

@@ -15,9 +15,9 @@
 #include <cppconn/statement.h>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mysql_connection.h>
-#include <map>
 #include <mysql_driver.h>
 #include <stdexcept>
 #include <string>
@@ -160,6 +160,10 @@ public:
             if (config.purpose == session_purpose::lock_holder) {
                 m_plain->execute("SET SESSION autocommit = 0");
                 m_autocommit_off = true;
+                // Operators (and tests) KILL a stuck holder by this id.
+                std::unique_ptr<sql::ResultSet> rs(m_plain->executeQuery("SELECT CONNECTION_ID()"));
+                if (rs->next())
+                    m_connection_id = rs->getInt64(1);
             }
         } catch (const sql::SQLException& e) {
             fail(e, "connect");
@@ -240,6 +244,7 @@ public:
     }
 
     bool usable() const noexcept override { return m_usable; }
+    std::int64_t server_session_id() const noexcept override { return m_connection_id; }
 
 private:
     struct prepared_statement {
@@ -359,6 +364,7 @@ private:
     /// session (autocommit is off there). Lets rollback() skip a needless round trip.
     bool m_in_transaction = false;
     bool m_autocommit_off = false;
+    std::int64_t m_connection_id = 0; ///< known for lock-holder sessions
 };
 
 } // namespace

@@ -9,12 +9,23 @@
 //     that would lose session settings and session-level advisory locks, so it is inhibited.
 //   - Deadlock/serialization errors derive from transaction_rollback, not sql_error, and carry
 //     no SQLSTATE; class 08 errors are thrown as broken_connection without one either.
+//   - raw_connection() is private; a connection policy (handle_policy below) is the supported
+//     way to see the PGconn, which execute_batch needs for libpq's pipeline mode.
+//
+// execute_batch sends the whole batch in one round trip (libpq pipeline mode, one Sync at the
+// end), so the items run the way the extended query protocol runs statements before a Sync:
+//   - outside a transaction the items form one implicit transaction: a failure rolls back the
+//     items before it too (one by one, each would have committed on its own);
+//   - a BEGIN item turns that implicit transaction into the explicit one, so items before it
+//     (e.g. set_config(..., false)) are undone if that transaction is rolled back;
+//   - after the first failure the later items do not run.
 #include "backends/backend.hpp"
 #include "core/session.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -22,6 +33,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <pqxx/basic_connection>
 #include <pqxx/connection>
 #include <pqxx/except>
 #include <pqxx/nontransaction>
@@ -167,6 +179,80 @@ std::string scrub(std::string message, const std::string& password) {
     return message;
 }
 
+/// Where the next handle_policy reports libpq's handle. Set only around constructing a
+/// connection, which libpqxx opens synchronously on the constructing thread.
+thread_local PGconn** t_handle_slot = nullptr;
+
+/// Sets t_handle_slot for one connection's construction.
+class handle_capture {
+public:
+    explicit handle_capture(PGconn** slot) noexcept : m_previous(t_handle_slot) {
+        t_handle_slot = slot;
+    }
+    ~handle_capture() { t_handle_slot = m_previous; }
+    handle_capture(const handle_capture&) = delete;
+    handle_capture& operator=(const handle_capture&) = delete;
+
+private:
+    PGconn** m_previous;
+};
+
+/// connect_direct that also keeps the session's copy of the PGconn current: written when
+/// libpqxx connects, nulled when it drops or closes the connection (so never dangling).
+class handle_policy final : public pqxx::connect_direct {
+public:
+    explicit handle_policy(const std::string& options)
+        : pqxx::connect_direct(options), m_slot(t_handle_slot) {}
+
+    handle do_startconnect(handle orig) override {
+        return record(pqxx::connect_direct::do_startconnect(orig));
+    }
+    handle do_completeconnect(handle orig) override {
+        return record(pqxx::connect_direct::do_completeconnect(orig));
+    }
+    handle do_dropconnect(handle orig) noexcept override {
+        return record(pqxx::connect_direct::do_dropconnect(orig));
+    }
+    handle do_disconnect(handle orig) noexcept override {
+        return record(pqxx::connect_direct::do_disconnect(orig));
+    }
+
+private:
+    handle record(handle h) noexcept {
+        if (m_slot)
+            *m_slot = h;
+        return h;
+    }
+
+    PGconn** m_slot;
+};
+
+using pq_connection = pqxx::basic_connection_base<handle_policy>;
+
+struct pq_result_deleter {
+    void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using pq_result = std::unique_ptr<PGresult, pq_result_deleter>;
+
+/// libpq's limit on bound parameters per statement.
+constexpr std::size_t max_params = 65535;
+
+/// Text values for libpq, same conversions for every path: a null pointer is SQL NULL,
+/// integers in decimal, strings as their bytes. `storage` owns the text `values` points to.
+void text_params(std::span<const param> params, std::vector<std::string>& storage,
+                 std::vector<const char*>& values) {
+    storage.clear();
+    storage.reserve(params.size()); // no reallocation below: the c_str() pointers stay valid
+    values.assign(params.size(), nullptr);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        if (const auto* n = std::get_if<std::int64_t>(&params[i])) {
+            values[i] = storage.emplace_back(std::to_string(*n)).c_str();
+        } else if (const auto* s = std::get_if<std::string_view>(&params[i])) {
+            values[i] = storage.emplace_back(*s).c_str();
+        }
+    }
+}
+
 class postgres_session final : public session {
 public:
     postgres_session(const connection_config& config, const sql_catalog& catalog)
@@ -174,7 +260,8 @@ public:
         const std::string conninfo = build_conninfo(config);
         validate_conninfo(conninfo, m_url);
         try {
-            m_conn = std::make_unique<pqxx::connection>(conninfo);
+            const handle_capture capture(&m_pg);
+            m_conn = std::make_unique<pq_connection>(conninfo);
         } catch (const std::bad_alloc&) {
             throw;
         } catch (const std::exception& e) {
@@ -215,17 +302,9 @@ protected:
             throw std::logic_error("postgresql: bad statement id");
         require_usable();
 
-        // Text values for libpq; a null pointer is SQL NULL.
         std::vector<std::string> storage;
-        storage.reserve(params.size());
-        std::vector<const char*> values(params.size(), nullptr);
-        for (std::size_t i = 0; i < params.size(); ++i) {
-            if (const auto* n = std::get_if<std::int64_t>(&params[i])) {
-                values[i] = storage.emplace_back(std::to_string(*n)).c_str();
-            } else if (const auto* s = std::get_if<std::string_view>(&params[i])) {
-                values[i] = storage.emplace_back(*s).c_str();
-            }
-        }
+        std::vector<const char*> values;
+        text_params(params, storage, values);
 
         const std::string name = "sqlock_" + std::to_string(index);
         try {
@@ -243,6 +322,41 @@ protected:
             if (m_in_transaction)
                 m_transaction_failed = true;
             fail("statement " + std::string(name_of(id)));
+        }
+    }
+
+    /// The whole batch in one round trip: libpq pipeline mode, each statement prepared once
+    /// per connection (its Parse rides in the pipeline before its first Execute), one Sync at
+    /// the end. A batch of one item is pipelined too: same one round trip as do_execute, and
+    /// one instead of two when the statement is new on this connection.
+    void do_execute_batch(std::span<const batch_item> items, std::vector<result>& out) override {
+        for (const auto& item : items) {
+            if (static_cast<std::size_t>(item.id) >= statement_count)
+                throw std::logic_error("postgresql: bad statement id");
+            if (item.params.size() > max_params)
+                throw error(errc::backend,
+                            "postgresql: statement " + std::string(name_of(item.id)) +
+                                " has more than 65535 parameters",
+                            backend_name);
+        }
+        if (std::all_of(items.begin(), items.end(),
+                        [this](const batch_item& item) { return m_catalog.is_noop(item.id); }))
+            return;
+        require_usable();
+        PGconn* const conn = m_pg;
+        if (!conn || PQstatus(conn) != CONNECTION_OK || PQpipelineStatus(conn) != PQ_PIPELINE_OFF)
+            pipeline_trouble(conn, "batch");
+        if (PQenterPipelineMode(conn) != 1)
+            pipeline_trouble(conn, "batch: entering pipeline mode");
+        try {
+            run_pipeline(conn, items, out);
+        } catch (const error&) {
+            throw;
+        } catch (...) {
+            // Out of memory half-way: libpq may still hold queued commands or results.
+            if (PQpipelineStatus(conn) != PQ_PIPELINE_OFF)
+                m_broken = true;
+            throw;
         }
     }
 
@@ -310,6 +424,10 @@ public:
         }
     }
 
+    std::int64_t server_session_id() const noexcept override {
+        return m_pg ? static_cast<std::int64_t>(PQbackendPID(m_pg)) : 0;
+    }
+
     bool usable() const noexcept override {
         return open() && !hung_up_while_idle();
     }
@@ -358,6 +476,192 @@ private:
         } catch (...) {
             fail(what);
         }
+    }
+
+    /// One queued pipeline operation: the Parse of item `item`'s statement, or its Execute.
+    struct pipeline_op {
+        std::size_t item;
+        bool prepare;
+    };
+
+    /// The first failure of a batch, translated once the pipeline is drained.
+    struct batch_failure {
+        std::string what;
+        std::string message;
+        std::string sqlstate;
+    };
+
+    static std::string pipeline_name(std::size_t index) {
+        // Separate from libpqxx's "sqlock_<index>": the two paths prepare independently.
+        return "sqlock_p" + std::to_string(index);
+    }
+
+    static std::string batch_what(statement id) {
+        return "statement " + std::string(name_of(id)) + " in a batch";
+    }
+
+    void run_pipeline(PGconn* conn, std::span<const batch_item> items, std::vector<result>& out) {
+        // Queue everything; libpq keeps it in its buffer (below 64 KB) until the Sync.
+        std::vector<pipeline_op> ops;
+        ops.reserve(2 * items.size());
+        std::array<bool, statement_count> preparing{};
+        std::optional<batch_failure> queue_failure; // libpq refused to queue an item
+        std::vector<std::string> storage;
+        std::vector<const char*> values;
+        for (std::size_t i = 0; i < items.size() && !queue_failure; ++i) {
+            const auto& item = items[i];
+            if (m_catalog.is_noop(item.id))
+                continue;
+            const auto index = static_cast<std::size_t>(item.id);
+            const std::string name = pipeline_name(index);
+            if (!m_pipe_prepared[index] && !preparing[index]) {
+                if (PQsendPrepare(conn, name.c_str(), m_catalog.text[index].c_str(), 0, nullptr) !=
+                    1) {
+                    queue_failure = batch_failure{batch_what(item.id), PQerrorMessage(conn), {}};
+                    break;
+                }
+                preparing[index] = true;
+                ops.push_back({i, true});
+            }
+            text_params(item.params, storage, values);
+            if (PQsendQueryPrepared(conn, name.c_str(), static_cast<int>(values.size()),
+                                    values.data(), nullptr, nullptr, 0) != 1) {
+                queue_failure = batch_failure{batch_what(item.id), PQerrorMessage(conn), {}};
+                break;
+            }
+            ops.push_back({i, false});
+        }
+        // The one send.
+        if (PQpipelineSync(conn) != 1)
+            pipeline_trouble(conn, "batch: sending it");
+
+        // Each operation yields one result then a null; after a failure, the later ones yield
+        // PGRES_PIPELINE_ABORTED. Then comes the Sync's PGRES_PIPELINE_SYNC. Anything else
+        // (a lost connection) ends the loop: the count bounds it.
+        std::optional<batch_failure> failure;
+        bool in_step = true;
+        for (const auto& op : ops) {
+            const pq_result res(PQgetResult(conn));
+            if (!res) {
+                in_step = false;
+                break;
+            }
+            const auto& item = items[op.item];
+            switch (PQresultStatus(res.get())) {
+            case PGRES_COMMAND_OK:
+            case PGRES_TUPLES_OK:
+            case PGRES_EMPTY_QUERY:
+                if (op.prepare)
+                    m_pipe_prepared[static_cast<std::size_t>(item.id)] = true;
+                else if (!failure)
+                    out[op.item] = to_result(res.get());
+                break;
+            case PGRES_PIPELINE_ABORTED:
+                break; // skipped after the failure
+            case PGRES_COPY_IN:
+            case PGRES_COPY_OUT:
+            case PGRES_COPY_BOTH:
+                in_step = false; // no catalog statement copies
+                break;
+            default: {
+                const char* state = PQresultErrorField(res.get(), PG_DIAG_SQLSTATE);
+                if (!failure)
+                    failure = batch_failure{batch_what(item.id), PQresultErrorMessage(res.get()),
+                                            state ? state : ""};
+                break;
+            }
+            }
+            if (!in_step)
+                break;
+            if (const pq_result extra(PQgetResult(conn)); extra) {
+                in_step = false;
+                break;
+            }
+        }
+        if (in_step) {
+            const pq_result sync(PQgetResult(conn));
+            in_step = sync && PQresultStatus(sync.get()) == PGRES_PIPELINE_SYNC;
+        }
+        if (!in_step || PQexitPipelineMode(conn) != 1)
+            m_broken = true; // results or commands left behind: libpqxx cannot use it now
+
+        // The server's ReadyForQuery says where the transaction stands: a BEGIN/COMMIT/
+        // ROLLBACK item that ran, or a failure inside a transaction (then rollback() is needed).
+        if (!m_broken) {
+            switch (PQtransactionStatus(conn)) {
+            case PQTRANS_IDLE:
+                m_in_transaction = false;
+                m_transaction_failed = false;
+                break;
+            case PQTRANS_INTRANS:
+                m_in_transaction = true;
+                m_transaction_failed = false;
+                break;
+            case PQTRANS_INERROR:
+                m_in_transaction = true;
+                m_transaction_failed = true;
+                break;
+            default:
+                m_broken = true;
+                break;
+            }
+        }
+
+        if (!failure && m_broken)
+            failure = batch_failure{"batch", PQerrorMessage(conn), {}};
+        if (!failure)
+            failure = std::move(queue_failure);
+        if (failure)
+            batch_failed(*failure);
+    }
+
+    /// Throws the first failure of a batch with do_execute's classification.
+    [[noreturn]] void batch_failed(const batch_failure& f) {
+        if (!m_conn->is_open()) {
+            m_broken = true;
+            if (f.sqlstate.empty())
+                lost(f.what, f.message); // libpq's own text ("server closed the connection...")
+            server_error(f.what, f.message, f.sqlstate); // e.g. 57P01: errc::connection
+        }
+        if (m_broken)
+            throw error(errc::connection,
+                        "postgresql: " + clean_message(f.message) + " (" + f.what +
+                            "; libpq and the server are out of step; reconnect)",
+                        backend_name, 0, f.sqlstate);
+        server_error(f.what, f.message, f.sqlstate);
+    }
+
+    /// libpq refused a pipeline step on a connection that should have been idle and healthy.
+    [[noreturn]] void pipeline_trouble(PGconn* conn, const std::string& what) {
+        m_broken = true;
+        const std::string why = conn ? clean_message(PQerrorMessage(conn)) : "no libpq handle";
+        if (!conn || !m_conn->is_open())
+            lost(what, why);
+        throw error(errc::connection, "postgresql: " + why + " (" + what + "); reconnect",
+                    backend_name);
+    }
+
+    static result to_result(PGresult* r) {
+        result out;
+        const int rows = PQntuples(r);
+        const int columns = PQnfields(r);
+        out.rows.reserve(static_cast<std::size_t>(rows));
+        for (int i = 0; i < rows; ++i) {
+            row& fields = out.rows.emplace_back();
+            fields.reserve(static_cast<std::size_t>(columns));
+            for (int c = 0; c < columns; ++c) {
+                if (PQgetisnull(r, i, c))
+                    fields.emplace_back(std::nullopt);
+                else
+                    fields.emplace_back(std::in_place, PQgetvalue(r, i, c),
+                                        static_cast<std::size_t>(PQgetlength(r, i, c)));
+            }
+        }
+        const std::string_view count = PQcmdTuples(r); // "" when not applicable
+        std::uint64_t affected = 0;
+        if (std::from_chars(count.data(), count.data() + count.size(), affected).ec == std::errc{})
+            out.affected_rows = affected;
+        return out;
     }
 
     static result to_result(const pqxx::result& r) {
@@ -447,9 +751,12 @@ private:
         throw error(code, text, backend_name, 0, state);
     }
 
-    std::unique_ptr<pqxx::connection> m_conn;
+    PGconn* m_pg = nullptr; // kept current by handle_policy; declared before m_conn, which
+                            // writes it until it is closed
+    std::unique_ptr<pq_connection> m_conn;
     std::array<bool, statement_count> m_declared{};
-    std::string m_url; // redacted, for messages
+    std::array<bool, statement_count> m_pipe_prepared{}; // "sqlock_p<index>" exists server-side
+    std::string m_url;                                   // redacted, for messages
     bool m_broken = false;
     bool m_in_transaction = false;
     bool m_transaction_failed = false;

@@ -22,10 +22,10 @@ struct stmt_finalizer {
 /// SQL function sqlock_busy_timeout(ms): -1 = do not wait, 0 = wait forever, else ms.
 void set_busy_timeout(sqlite3_context* context, int, sqlite3_value** argv) {
     const auto ms = sqlite3_value_int64(argv[0]);
-    const int timeout = ms < 0    ? 0
-                        : ms == 0 ? std::numeric_limits<int>::max()
-                                  : static_cast<int>(std::min<sqlite3_int64>(
-                                        ms, std::numeric_limits<int>::max()));
+    const int timeout =
+        ms < 0    ? 0
+        : ms == 0 ? std::numeric_limits<int>::max()
+                  : static_cast<int>(std::min<sqlite3_int64>(ms, std::numeric_limits<int>::max()));
     sqlite3_busy_timeout(sqlite3_context_db_handle(context), timeout);
     sqlite3_result_int(context, 1);
 }
@@ -49,8 +49,8 @@ public:
         if (rc != SQLITE_OK) {
             const std::string why = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
             throw error(errc::connection,
-                        "sqlite: cannot open " + (lock_holder ? file : config.redacted_url) +
-                            ": " + why,
+                        "sqlite: cannot open " + (lock_holder ? file : config.redacted_url) + ": " +
+                            why,
                         "sqlite", rc);
         }
         sqlite3_extended_result_codes(m_db.get(), 1);

@@ -1,0 +1,142 @@
+// select_for_update specifics: the lock is a transaction on a pinned session (PostgreSQL,
+// MariaDB) or a write transaction on a per-name lock file (SQLite).
+#include "backend_fixture.hpp"
+#include "core/database_impl.hpp"
+
+#include <doctest/doctest.h>
+#include <filesystem>
+#include <signal.h>
+#include <sstream>
+#include <thread>
+
+using namespace std::chrono_literals;
+using sqlock::mutex;
+using test::db;
+using test::opts;
+using test::unique_name;
+
+namespace {
+
+bool is_sqlite() {
+    return test::backend().kind == sqlock::backend_kind::sqlite;
+}
+
+template <class F>
+sqlock::error error_of(F f) {
+    try {
+        f();
+    } catch (const sqlock::error& e) {
+        return e;
+    }
+    FAIL("expected a sqlock::error");
+    return sqlock::error(sqlock::errc::backend, "unreachable");
+}
+
+} // namespace
+
+TEST_SUITE("select_for_update") {
+
+    TEST_CASE("what is locked: the name's row (servers) or the name's own lock file (SQLite)") {
+        const auto name = unique_name("what");
+        mutex a(db(), name, opts());
+        a.lock();
+        if (is_sqlite()) {
+            CHECK(std::filesystem::exists(db().impl()->lock_file_for(name)));
+            CHECK(a.server_session_id() == 0);
+        } else {
+            const auto row = test::row_of(name); // pre-created, never expires, no holder in it
+            REQUIRE(row);
+            CHECK(row->strategy == "select_for_update");
+            CHECK(row->expires_in > 24h);
+            CHECK(a.server_session_id() > 0);
+        }
+        a.unlock();
+    }
+
+    TEST_CASE("holding one name never blocks another") {
+        mutex a(db(), unique_name("one"), opts());
+        mutex b(db(), unique_name("other"), opts());
+        a.lock();
+        const auto start = std::chrono::steady_clock::now();
+        CHECK(b.try_lock());
+        CHECK(std::chrono::steady_clock::now() - start < 1s);
+        b.unlock();
+        a.unlock();
+    }
+
+    TEST_CASE("killing the holder's session: another owner gets the lock, the holder learns it") {
+        if (is_sqlite()) {
+            // No server session to kill: the lock is a file lock of this process.
+            mutex a(db(), unique_name("nokill"), opts());
+            a.lock();
+            CHECK(a.server_session_id() == 0);
+            a.unlock();
+            return;
+        }
+        const auto name = unique_name("killed");
+        mutex a(db(), name, opts());
+        mutex b(db(), name, opts());
+        a.lock();
+        const auto first = a.token();
+        test::kill_session(db(), a.server_session_id());
+        REQUIRE(b.try_lock_for(10s));
+        CHECK(b.token() > first); // the killed holder's transaction rolled back: still increasing
+        const auto e = error_of([&] { a.lock(); }); // re-entry proves the session: it is gone
+        CHECK(e.code() == sqlock::errc::lock_lost);
+        CHECK_FALSE(a.owns_lock());
+        a.unlock(); // nothing held any more: no throw
+        b.unlock();
+        CHECK(b.last_error().empty());
+    }
+
+    TEST_CASE("unlock after the session was killed reports the loss and does not throw") {
+        if (is_sqlite())
+            return; // see above: nothing to kill
+        const auto name = unique_name("killed-unlock");
+        mutex a(db(), name, opts());
+        a.lock();
+        test::kill_session(db(), a.server_session_id());
+        a.unlock();
+        CHECK_FALSE(a.owns_lock());
+        CHECK(a.last_error().find("lost") != std::string::npos);
+        mutex b(db(), name, opts());
+        CHECK(b.try_lock_for(5s));
+        b.unlock();
+    }
+
+    TEST_CASE("a holder paused past its TTL: the server frees the lock; the holder is told first") {
+        const auto name = unique_name("sigstop");
+        const auto dir = test::backend().scratch_dir + "/" + name;
+        std::filesystem::create_directories(dir);
+        const pid_t holder = test::spawn({SQLOCK_CONTENDER_PATH, "hold", test::backend().url, name,
+                                          "1000", "select_for_update", dir});
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(dir + "/locked"); }, 10s));
+        kill(holder, SIGSTOP);
+
+        mutex waiter(db(), name, opts());
+        const bool got = waiter.try_lock_for(is_sqlite() ? 2500ms : 10s);
+        const auto got_at = std::chrono::steady_clock::now().time_since_epoch();
+        if (is_sqlite()) {
+            // Documented limit: no server, so nothing ends a paused holder's file lock.
+            CHECK_FALSE(got);
+        } else {
+            CHECK(got); // idle_in_transaction_session_timeout / idle_transaction_timeout fired
+        }
+        kill(holder, SIGCONT);
+        CHECK(test::wait_exit(holder) == 0);
+        CHECK(std::filesystem::exists(dir + "/lost")); // after SIGCONT owns_lock() said false
+
+        // Everything the holder did under the lock happened before the waiter got it.
+        std::istringstream acted(test::read_file(dir + "/acted"));
+        std::int64_t ns = 0;
+        std::int64_t last = 0;
+        while (acted >> ns)
+            last = ns;
+        CHECK(last > 0);
+        if (got) {
+            CHECK(last < std::chrono::duration_cast<std::chrono::nanoseconds>(got_at).count());
+            waiter.unlock();
+        }
+    }
+
+} // TEST_SUITE

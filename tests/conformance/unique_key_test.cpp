@@ -1,0 +1,186 @@
+// unique_key specifics: leases, expiry and takeover, reaping, the statement budget.
+#include "backend_fixture.hpp"
+#include "core/database_impl.hpp"
+
+#include <atomic>
+#include <doctest/doctest.h>
+#include <mutex>
+#include <thread>
+
+using namespace std::chrono_literals;
+using sqlock::mutex;
+using test::db;
+using test::opts;
+using test::row_of;
+using test::unique_name;
+
+TEST_SUITE("unique_key") {
+
+    TEST_CASE("the lease row shows the holder while held and is gone after release") {
+        const auto name = unique_name("basic-row");
+        mutex a(db(), name, opts());
+        a.lock();
+        const auto row = row_of(name);
+        REQUIRE(row);
+        CHECK(row->owner == a.owner_id());
+        CHECK(row->token == a.token());
+        CHECK(row->strategy == "unique_key");
+        CHECK(row->expires_in > 20s);
+        a.unlock();
+        CHECK_FALSE(row_of(name));
+    }
+
+    TEST_CASE("tokens strictly increase across grants, also after the row is deleted") {
+        const auto name = unique_name("tokens");
+        mutex a(db(), name, opts());
+        mutex b(db(), name, opts());
+        std::int64_t last = 0;
+        for (int i = 0; i < 5; ++i) {
+            auto& m = (i % 2) ? a : b;
+            m.lock();
+            CHECK(m.token() > last);
+            last = m.token();
+            m.unlock(); // deletes the row
+            CHECK_FALSE(row_of(name));
+        }
+        // Row re-created by a takeover after expiry and after reaping: still increasing.
+        a.lock();
+        const auto t1 = a.token();
+        test::backdate(db(), name, 10s);
+        CHECK(b.try_lock());
+        CHECK(b.token() > t1);
+        test::backdate(db(), name, 10s);
+        CHECK(db().reap() >= 1);
+        CHECK_FALSE(row_of(name));
+        a.unlock(); // lost: must not throw
+        CHECK(a.try_lock());
+        CHECK(a.token() > t1);
+        a.unlock();
+    }
+
+    TEST_CASE("re-entrant lock counts holds in the row") {
+        const auto name = unique_name("reentrant");
+        mutex a(db(), name, opts());
+        mutex other(db(), name, opts());
+        a.lock();
+        const auto token = a.token();
+        CHECK(a.try_lock());
+        CHECK(a.try_lock_for(100ms));
+        CHECK(a.hold_count() == 3);
+        CHECK(a.token() == token); // re-entry is the same grant
+        REQUIRE(row_of(name));
+        CHECK(row_of(name)->hold_count == 3);
+        a.unlock();
+        a.unlock();
+        CHECK(a.owns_lock());
+        CHECK(row_of(name)->hold_count == 1);
+        CHECK_FALSE(other.try_lock());
+        a.unlock();
+        CHECK_FALSE(a.owns_lock());
+        CHECK(other.try_lock());
+        other.unlock();
+    }
+
+    TEST_CASE("a non-owner cannot release; a lost lock is reported, never resurrected") {
+        const auto name = unique_name("lost");
+        mutex a(db(), name, opts());
+        mutex b(db(), name, opts());
+        a.lock();
+        const auto a_token = a.token();
+        test::backdate(db(), name, 5s); // a's lease ran out
+        REQUIRE(b.try_lock());          // ... and b took it over
+        CHECK(b.token() > a_token);
+
+        // a's re-entrant lock must fail: its grant is gone.
+        try {
+            a.try_lock();
+            FAIL("re-entry of a lost lock succeeded");
+        } catch (const sqlock::error& e) {
+            CHECK(e.code() == sqlock::errc::lock_lost);
+            CHECK(std::string(e.what()).find(name) != std::string::npos);
+        }
+        CHECK_FALSE(a.owns_lock());
+        a.unlock(); // not held any more: no throw, recorded
+        CHECK_FALSE(a.last_error().empty());
+
+        // b still holds it, untouched by a.
+        const auto row = row_of(name);
+        REQUIRE(row);
+        CHECK(row->owner == b.owner_id());
+        b.unlock();
+    }
+
+    TEST_CASE("unlock after the lease was taken over reports lost and does not throw") {
+        const auto name = unique_name("lost-unlock");
+        mutex a(db(), name, opts());
+        mutex b(db(), name, opts());
+        a.lock();
+        test::backdate(db(), name, 5s);
+        REQUIRE(b.try_lock());
+        static_assert(noexcept(a.unlock()));
+        a.unlock();
+        CHECK_FALSE(a.owns_lock());
+        CHECK(a.last_error().find("lost") != std::string::npos);
+        REQUIRE(row_of(name));
+        CHECK(row_of(name)->owner == b.owner_id()); // b's lease survived a's release attempt
+        b.unlock();
+    }
+
+    TEST_CASE("a crashed holder's lease frees itself at expiry, with no reaper") {
+        const auto name = unique_name("expiry");
+        mutex a(db(), name, opts(1s));
+        mutex b(db(), name, opts());
+        a.lock();
+        // Simulate the crash by forgetting a (no release); wait on the condition, not a sleep.
+        const auto start = std::chrono::steady_clock::now();
+        CHECK(b.try_lock_for(5s));
+        CHECK(std::chrono::steady_clock::now() - start >= 500ms);
+        b.unlock();
+    }
+
+    TEST_CASE("re-entry after the row was reaped fails and leaves no live lease behind") {
+        const auto name = unique_name("reaped-reentry");
+        mutex a(db(), name, opts());
+        mutex b(db(), name, opts());
+        a.lock();
+        test::backdate(db(), name, 5s);
+        REQUIRE(db().reap() >= 1);
+        CHECK_FALSE(row_of(name));
+        try {
+            a.lock();
+            FAIL("re-entry resurrected a reaped lock");
+        } catch (const sqlock::error& e) {
+            CHECK(e.code() == sqlock::errc::lock_lost);
+        }
+        CHECK_FALSE(a.owns_lock());
+        CHECK(b.try_lock()); // nothing of a's blocks b
+        b.unlock();
+    }
+
+    TEST_CASE(
+        "statement budget: uncontended acquire, re-entry and release are one statement each") {
+        const auto name = unique_name("budget");
+        mutex a(db(), name, opts());
+        const auto& impl = *db().impl();
+        auto sent = [&] {
+            return impl.statements_sent();
+        };
+        // Warm the pooled connection's prepared statements first (a per-connection, one-time cost).
+        a.lock();
+        a.unlock();
+
+        auto before = sent();
+        a.lock();
+        CHECK(sent() - before == 1);
+        before = sent();
+        a.lock(); // re-entry
+        CHECK(sent() - before == 1);
+        before = sent();
+        a.unlock(); // decrement
+        CHECK(sent() - before == 1);
+        before = sent();
+        a.unlock(); // delete
+        CHECK(sent() - before == 1);
+    }
+
+} // TEST_SUITE
