@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sstream>
 #include <thread>
+#include <unistd.h>
 
 using namespace std::chrono_literals;
 using sqlock::mutex;
@@ -136,6 +137,39 @@ TEST_SUITE("select_for_update") {
         if (got) {
             CHECK(last < std::chrono::duration_cast<std::chrono::nanoseconds>(got_at).count());
             waiter.unlock();
+        }
+    }
+
+} // TEST_SUITE
+
+TEST_SUITE("select_for_update") {
+
+    TEST_CASE("operators see who holds a select_for_update lock where the server tells") {
+        const auto name = unique_name("visible");
+        mutex a(db(), name, opts());
+        a.lock();
+        const auto row = test::row_of(name);
+        switch (test::backend().kind) {
+        case sqlock::backend_kind::postgresql:
+            // From the holder session's application_name (the owner id, cut at 63 bytes).
+            REQUIRE(row);
+            CHECK(a.owner_id().starts_with(row->owner));
+            CHECK(row->pid == static_cast<std::int64_t>(getpid()));
+            break;
+        case sqlock::backend_kind::mysql:
+            // MariaDB does not expose which session holds an uncontended row lock: the row is
+            // listed, the holder is not (documented).
+            REQUIRE(row);
+            CHECK(row->owner.empty());
+            break;
+        case sqlock::backend_kind::sqlite:
+            CHECK_FALSE(row); // a lock file, not a row
+            break;
+        }
+        a.unlock();
+        if (test::backend().kind == sqlock::backend_kind::postgresql) {
+            REQUIRE(test::row_of(name));
+            CHECK(test::row_of(name)->owner.empty()); // released: no holder
         }
     }
 

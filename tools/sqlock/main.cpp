@@ -281,19 +281,29 @@ int cmd_list(const options& o) {
         std::cout << "no locks in " << db.url() << "\n";
         return exit_ok;
     }
-    std::printf("%-32s %10s %5s %-12s %-28s %s\n", "NAME", "TOKEN", "HOLDS", "STRATEGY", "HOLDER",
+    std::printf("%-32s %10s %5s %-17s %-28s %s\n", "NAME", "TOKEN", "HOLDS", "STRATEGY", "HOLDER",
                 "EXPIRES");
     for (const auto& l : locks) {
-        const std::string holder = l.host + ":" + std::to_string(l.pid);
-        const double secs = static_cast<double>(l.expires_in.count()) / 1000.0;
-        char expires[64];
-        if (l.expired())
-            std::snprintf(expires, sizeof expires, "expired %.1fs ago", -secs);
-        else
-            std::snprintf(expires, sizeof expires, "in %.1fs", secs);
-        std::printf("%-32s %10lld %5lld %-12s %-28s %s (%s UTC)\n", l.name.c_str(),
-                    static_cast<long long>(l.token), static_cast<long long>(l.hold_count),
-                    l.strategy.c_str(), holder.c_str(), expires, l.expires_at.c_str());
+        const bool transactional = l.strategy == "select_for_update";
+        std::string holder = l.host.empty() ? "-" : l.host + ":" + std::to_string(l.pid);
+        char expires[96];
+        if (transactional) {
+            // Held by an open transaction: no lease, it lasts as long as the holder's session.
+            std::snprintf(expires, sizeof expires, "%s",
+                          l.owner.empty() ? "free" : "held while its session lives");
+        } else {
+            const double secs = static_cast<double>(l.expires_in.count()) / 1000.0;
+            if (l.expired())
+                std::snprintf(expires, sizeof expires, "expired %.1fs ago (%s UTC)", -secs,
+                              l.expires_at.c_str());
+            else
+                std::snprintf(expires, sizeof expires, "in %.1fs (%s UTC)", secs,
+                              l.expires_at.c_str());
+        }
+        const std::string token = l.token > 0 ? std::to_string(l.token) : "-";
+        std::printf("%-32s %10s %5lld %-17s %-28s %s\n", l.name.c_str(), token.c_str(),
+                    static_cast<long long>(l.hold_count), l.strategy.c_str(), holder.c_str(),
+                    expires);
     }
     return exit_ok;
 }
