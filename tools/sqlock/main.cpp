@@ -55,7 +55,7 @@ constexpr const char* run_help =
 Acquires lock NAME, runs CMD with the grant's fencing token in $SQLOCK_TOKEN (and the name in
 $SQLOCK_NAME), releases the lock when CMD exits, and exits with CMD's status.
 
-  --strategy S   unique_key (default)
+  --strategy S   unique_key (default) or select_for_update
   --ttl D        lease length (default 30s); a holder that dies frees the lock after D
   --wait D       how long to wait for the lock (default: forever; 0 = one try).
                  When the lock is not granted in time, CMD does not run and sqlock exits 75.
