@@ -72,6 +72,11 @@ public:
     /// ends (migration scripts). Used for DDL only.
     virtual void execute_script(std::string_view sql) = 0;
 
+    /// Runs one SQL statement given as text, without parameters, and returns its rows and
+    /// affected-row count. For administration and tests with trusted SQL only: sqlock's own
+    /// operations use catalog statements with bound parameters.
+    virtual result query(std::string_view sql) = 0;
+
     /// Explicit transactions. On SQLite begin() is BEGIN IMMEDIATE (takes the write lock up
     /// front so it never fails half-way with SQLITE_BUSY).
     virtual void begin() = 0;

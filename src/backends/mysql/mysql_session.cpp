@@ -297,6 +297,28 @@ private:
         }
     }
 
+public:
+    result query(std::string_view sql) override {
+        check_usable();
+        if (m_autocommit_off)
+            m_in_transaction = true;
+        result out;
+        try {
+            if (!m_plain)
+                m_plain.reset(m_conn->createStatement());
+            if (m_plain->execute(std::string(sql)))
+                read_rows(std::unique_ptr<sql::ResultSet>(m_plain->getResultSet()), out);
+            else
+                out.affected_rows = static_cast<std::uint64_t>(m_plain->getUpdateCount());
+            while (m_plain->getMoreResults())
+                std::unique_ptr<sql::ResultSet> discard(m_plain->getResultSet());
+        } catch (const sql::SQLException& e) {
+            fail(e, "query");
+        }
+        return out;
+    }
+
+private:
     void run_plain(const std::string& sql, std::string_view what) {
         check_usable();
         try {

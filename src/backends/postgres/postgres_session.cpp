@@ -468,6 +468,22 @@ private:
     }
 
     /// Runs SQL text as one simple query (no parameters).
+public:
+    result query(std::string_view sql) override {
+        require_usable();
+        try {
+            pqxx::nontransaction tx(*m_conn);
+            const pqxx::result r = tx.exec(std::string(sql));
+            tx.commit();
+            return to_result(r);
+        } catch (...) {
+            if (m_in_transaction)
+                m_transaction_failed = true;
+            fail("query");
+        }
+    }
+
+private:
     void run_simple(const std::string& sql, const std::string& what) {
         try {
             pqxx::nontransaction tx(*m_conn);

@@ -89,6 +89,35 @@ protected:
             if (rc != SQLITE_OK)
                 fail(rc, name_of(id));
         }
+        return step_all(stmt, name_of(id));
+    }
+
+public:
+    result query(std::string_view sql) override {
+        sqlite3_stmt* raw = nullptr;
+        const int rc =
+            sqlite3_prepare_v2(m_db.get(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
+        std::unique_ptr<sqlite3_stmt, stmt_finalizer> stmt(raw);
+        if (rc != SQLITE_OK)
+            fail(rc, "query");
+        return step_all(stmt.get(), "query");
+    }
+
+    void execute_script(std::string_view sql) override { exec_plain(std::string(sql)); }
+    // IMMEDIATE takes the write lock up front: a deferred transaction that later upgrades to a
+    // write can fail with SQLITE_BUSY at once, ignoring the busy timeout.
+    void begin() override { exec_plain("BEGIN IMMEDIATE"); }
+    void commit() override { exec_plain("COMMIT"); }
+    void rollback() noexcept override {
+        if (sqlite3_get_autocommit(m_db.get()) == 0)
+            sqlite3_exec(m_db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+    bool usable() const noexcept override { return m_usable; }
+
+private:
+    /// Steps `stmt` to the end, collecting rows, then resets it (ending its implicit
+    /// transaction and releasing its locks at once).
+    result step_all(sqlite3_stmt* stmt, std::string_view what) {
         result out;
         for (;;) {
             const int rc = sqlite3_step(stmt);
@@ -112,26 +141,13 @@ protected:
             if (rc == SQLITE_DONE)
                 break;
             sqlite3_reset(stmt);
-            fail(rc, name_of(id));
+            fail(rc, what);
         }
         out.affected_rows = static_cast<std::uint64_t>(sqlite3_changes64(m_db.get()));
-        sqlite3_reset(stmt); // end the implicit transaction and release locks now
+        sqlite3_reset(stmt);
         return out;
     }
 
-public:
-    void execute_script(std::string_view sql) override { exec_plain(std::string(sql)); }
-    // IMMEDIATE takes the write lock up front: a deferred transaction that later upgrades to a
-    // write can fail with SQLITE_BUSY at once, ignoring the busy timeout.
-    void begin() override { exec_plain("BEGIN IMMEDIATE"); }
-    void commit() override { exec_plain("COMMIT"); }
-    void rollback() noexcept override {
-        if (sqlite3_get_autocommit(m_db.get()) == 0)
-            sqlite3_exec(m_db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
-    }
-    bool usable() const noexcept override { return m_usable; }
-
-private:
     sqlite3_stmt* prepared(statement id) {
         auto& slot = m_statements[static_cast<std::size_t>(id)];
         if (!slot) {
