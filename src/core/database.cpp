@@ -95,6 +95,7 @@ database_impl::database_impl(connection_config config, const connect_options& op
                                    std::string(statement_names[i]) + ".sql");
         m_catalog.text[i] = expand(*text);
         m_catalog.noop[i] = split_script(*text).empty(); // only comments: nothing to send
+        m_catalog.read_back[i] = text->find("-- sqlock: read-back") != std::string_view::npos;
         m_catalog.skip_if_unchanged[i] =
             text->find("-- sqlock: skip-if-unchanged") != std::string_view::npos;
     }

@@ -10,7 +10,9 @@
 //   - boolean result columns are cast to integers (0/1);
 //   - a file holding only comments makes the statement a no-op for that backend;
 //   - a file containing the line "-- sqlock: skip-if-unchanged" is not sent again on the same
-//     connection while the parameters it uses are the same as last time (session settings).
+//     connection while the parameters it uses are the same as last time (session settings);
+//   - a file containing "-- sqlock: read-back" returns no rows on that backend (no RETURNING
+//     for UPDATE on MariaDB): the strategy reads the outcome back instead of trusting counts.
 #pragma once
 
 #include <array>
@@ -43,6 +45,13 @@ enum class statement : std::size_t {
     fu_check,       ///< -> 1 row: the holding session is alive
     fu_create_row,  ///< (pool) $1 name: create the row to lock, if missing
     fu_next_token,  ///< (pool) -> 1 row (token), for backends whose fu_lock returns NULL
+    // optimistic_version (pool):
+    ov_read,    ///< $1 name -> 0..1 row (token, owner, hold_count, live)
+    ov_create,  ///< $1 name: create a free row if missing (never fails on a race)
+    ov_acquire, ///< $1 name $2 owner $3 ttl_ms $4 host $5 pid $6 version read -> (token) |
+                ///< read-back
+    ov_reenter, ///< $1 name $2 owner $3 ttl_ms $4 token -> (token) | read-back
+    ov_release, ///< $1 name $2 owner $3 token -> affected rows (the row always changes)
     count_
 };
 
@@ -69,7 +78,20 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "fu_check",
     "fu_create_row",
     "fu_next_token",
+    "ov_read",
+    "ov_create",
+    "ov_acquire",
+    "ov_reenter",
+    "ov_release",
 };
+
+// A statement added to the enum without a file name here would silently get an empty name.
+static_assert([] {
+    for (const auto name : statement_names)
+        if (name.empty())
+            return false;
+    return true;
+}());
 
 inline std::string_view name_of(statement id) {
     return statement_names[static_cast<std::size_t>(id)];
@@ -80,8 +102,10 @@ struct sql_catalog {
     std::array<std::string, statement_count> text;
     std::array<bool, statement_count> noop{}; ///< the file holds only comments: nothing to send
     std::array<bool, statement_count> skip_if_unchanged{}; ///< see the file comment above
+    std::array<bool, statement_count> read_back{};         ///< see the file comment above
     const std::string& operator[](statement id) const { return text[static_cast<std::size_t>(id)]; }
     bool is_noop(statement id) const { return noop[static_cast<std::size_t>(id)]; }
+    bool needs_read_back(statement id) const { return read_back[static_cast<std::size_t>(id)]; }
 };
 
 } // namespace sqlock::detail

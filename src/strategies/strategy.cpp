@@ -19,11 +19,10 @@ std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend) {
     case strategy::select_for_update:
         return make_select_for_update_strategy();
     case strategy::optimistic_version:
-        break;
+        return make_optimistic_version_strategy();
     }
-    throw error(errc::unsupported, "strategy " + std::string(to_string(s)) +
-                                       " is not implemented yet on " +
-                                       std::string(to_string(backend)));
+    throw error(errc::invalid_argument,
+                "unknown strategy value for a " + std::string(to_string(backend)) + " lock");
 }
 
 } // namespace sqlock::detail

@@ -72,5 +72,6 @@ std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend);
 
 std::unique_ptr<lock_strategy> make_unique_key_strategy();
 std::unique_ptr<lock_strategy> make_select_for_update_strategy();
+std::unique_ptr<lock_strategy> make_optimistic_version_strategy();
 
 } // namespace sqlock::detail

@@ -60,7 +60,7 @@ TEST_SUITE("common") {
     TEST_CASE("a holder killed with SIGKILL frees the lock, no reaper needed") {
         // unique_key: at the end of the lease; select_for_update: as soon as the server (or, for
         // SQLite, the OS) sees the process gone.
-        const bool lease = test::strategy() == sqlock::strategy::unique_key;
+        const bool lease = test::strategy() != sqlock::strategy::select_for_update;
         const auto name = test::unique_name("kill9");
         const pid_t holder =
             test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(), "--ttl",
@@ -130,11 +130,11 @@ TEST_SUITE("common") {
 
 } // TEST_SUITE common
 
-TEST_SUITE("unique_key") {
+TEST_SUITE("lease") {
 
     TEST_CASE("sqlock list --json shows the holder") {
         const auto name = test::unique_name("cli-list");
-        sqlock::mutex holder(db(), name);
+        sqlock::mutex holder(db(), name, test::opts());
         holder.lock();
         const auto out = test::backend().scratch_dir + "/" + name + ".json";
         const pid_t p = test::spawn({SQLOCK_CLI_PATH, "list", "--json"}, {url_env()}, out);
@@ -146,7 +146,7 @@ TEST_SUITE("unique_key") {
         holder.unlock();
     }
 
-} // TEST_SUITE unique_key
+} // TEST_SUITE lease
 
 TEST_SUITE("backend") {
 

@@ -1,4 +1,5 @@
-// unique_key specifics: leases, expiry and takeover, reaping, the statement budget.
+// The lease strategies (unique_key, optimistic_version): expiry and takeover, reaping, lost
+// locks, fencing; plus unique_key's statement budget.
 #include "backend_fixture.hpp"
 #include "core/database_impl.hpp"
 
@@ -14,9 +15,19 @@ using test::opts;
 using test::row_of;
 using test::unique_name;
 
-TEST_SUITE("unique_key") {
+namespace {
 
-    TEST_CASE("the lease row shows the holder while held and is gone after release") {
+/// After a release: unique_key deletes the row, optimistic_version leaves it free.
+bool free_or_gone(const std::string& name) {
+    const auto row = row_of(name);
+    return !row || row->owner.empty();
+}
+
+} // namespace
+
+TEST_SUITE("lease") {
+
+    TEST_CASE("the lease row shows the holder while held and none after release") {
         const auto name = unique_name("basic-row");
         mutex a(db(), name, opts());
         a.lock();
@@ -24,10 +35,10 @@ TEST_SUITE("unique_key") {
         REQUIRE(row);
         CHECK(row->owner == a.owner_id());
         CHECK(row->token == a.token());
-        CHECK(row->strategy == "unique_key");
+        CHECK(row->strategy == sqlock::to_string(test::strategy()));
         CHECK(row->expires_in > 20s);
         a.unlock();
-        CHECK_FALSE(row_of(name));
+        CHECK(free_or_gone(name));
     }
 
     TEST_CASE("tokens strictly increase across grants, also after the row is deleted") {
@@ -41,7 +52,7 @@ TEST_SUITE("unique_key") {
             CHECK(m.token() > last);
             last = m.token();
             m.unlock(); // deletes the row
-            CHECK_FALSE(row_of(name));
+            CHECK(free_or_gone(name));
         }
         // Row re-created by a takeover after expiry and after reaping: still increasing.
         a.lock();
@@ -156,6 +167,10 @@ TEST_SUITE("unique_key") {
         CHECK(b.try_lock()); // nothing of a's blocks b
         b.unlock();
     }
+
+} // TEST_SUITE lease
+
+TEST_SUITE("unique_key") {
 
     TEST_CASE(
         "statement budget: uncontended acquire, re-entry and release are one statement each") {

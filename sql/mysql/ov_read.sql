@@ -1,0 +1,3 @@
+-- optimistic_version, step 1: the row's version (token), holder and whether its lease is live.
+SELECT token, owner, hold_count, CAST(owner <> '' AND expires_at > UTC_TIMESTAMP(6) AS SIGNED)
+FROM {locks} WHERE name = $1

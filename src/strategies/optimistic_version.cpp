@@ -1,0 +1,136 @@
+// strategy::optimistic_version — compare-and-set on the row's version (the token column).
+//
+// No row lock is held between statements, so this works behind transaction-mode poolers and
+// where long transactions are unwelcome. Statements per operation (pool, autocommit):
+//   acquire:  ov_read, then ov_acquire (UPDATE ... WHERE name AND version = the one read)
+//             -> 2 round trips; a missing row first gets ov_create (+1). MariaDB has no
+//             UPDATE ... RETURNING, so it reads the outcome back with ov_read (+1): success is
+//             never inferred from an affected-row count.
+//   re-entry: ov_reenter (CAS on our version) [+ ov_read on MariaDB].
+//   release:  ov_release (CAS back to a free row) or release_decrement for a re-entrant hold.
+// The committed version is the fencing token. New versions come from the token sequence, so
+// they keep increasing per name even after the row is reaped and re-created.
+#include "core/owner.hpp"
+#include "strategies/strategy.hpp"
+
+namespace sqlock::detail {
+
+namespace {
+
+struct version_row {
+    std::int64_t token = 0;
+    std::string owner;
+    std::int64_t hold_count = 0;
+    bool live = false;
+};
+
+std::optional<version_row> read_row(database_impl& db, std::string_view name) {
+    const auto res = db.run(statement::ov_read, {name});
+    if (res.rows.empty())
+        return std::nullopt;
+    const auto& r = res.rows.front();
+    return version_row{column_int(r.at(0)), r.at(1).value_or(""), column_int(r.at(2)),
+                       column_int(r.at(3)) == 1};
+}
+
+[[noreturn]] void throw_lost(const database_impl& db, const lock_request& req,
+                             const std::string& why) {
+    throw error(errc::lock_lost,
+                "lock \"" + std::string(req.name) + "\" in " + db.config().redacted_url +
+                    " was lost: " + why,
+                std::string(to_string(db.kind())));
+}
+
+class optimistic_version_strategy final : public lock_strategy {
+public:
+    std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
+                                     std::chrono::milliseconds /*wait: polls instead*/) override {
+        auto row = read_row(db, req.name);
+        if (!row) {
+            db.run(statement::ov_create, {req.name});
+            row = read_row(db, req.name);
+            if (!row)
+                return std::nullopt; // created and reaped at once: try again later
+        }
+        if (row->live)
+            return std::nullopt; // someone holds it
+        const auto sent = std::chrono::steady_clock::now();
+        const auto& me = this_process();
+        std::optional<std::int64_t> token;
+        try {
+            token =
+                compare_and_set(db, statement::ov_acquire, req,
+                                {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
+                                 std::string_view(me.host), me.pid, row->token});
+        } catch (const error& e) {
+            if (e.code() != errc::connection)
+                throw;
+            token = confirmed_by_read(db, req); // reply lost: read the row by owner
+            if (!token)
+                throw;
+        }
+        if (!token)
+            return std::nullopt; // another acquirer's CAS came first
+        return grant{*token, 1, lease_end(sent, req.ttl), {}};
+    }
+
+    grant reenter(database_impl& db, const lock_request& req, const grant& held) override {
+        const auto sent = std::chrono::steady_clock::now();
+        const auto token = compare_and_set(
+            db, statement::ov_reenter, req,
+            {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()), held.token});
+        if (!token || *token != held.token)
+            throw_lost(db, req, "its lease expired or was taken over before the re-entrant lock");
+        grant g = held;
+        g.hold_count = held.hold_count + 1;
+        g.valid_until = lease_end(sent, req.ttl);
+        return g;
+    }
+
+    void release(database_impl& db, const lock_request& req, const grant& held) override {
+        // Both statements always change the row they match (owner, hold_count), so their
+        // affected-row counts are exact on every backend.
+        const auto affected =
+            held.hold_count > 1
+                ? db.run(statement::release_decrement,
+                         {req.name, req.owner, held.token, held.hold_count})
+                      .affected_rows
+                : db.run(statement::ov_release, {req.name, req.owner, held.token}).affected_rows;
+        if (affected == 0)
+            throw_lost(db, req,
+                       "its version " + std::to_string(held.token) +
+                           " was replaced (the lease expired and was taken over)");
+    }
+
+private:
+    /// Runs a compare-and-set; returns the row's token when it matched, nullopt otherwise.
+    static std::optional<std::int64_t> compare_and_set(database_impl& db, statement id,
+                                                       const lock_request& req,
+                                                       std::initializer_list<param> params) {
+        const auto res = db.run(id, params);
+        if (!db.catalog().needs_read_back(id)) {
+            if (res.rows.empty())
+                return std::nullopt;
+            return column_int(res.rows.front().at(0));
+        }
+        return confirmed_by_read(db, req);
+    }
+
+    /// The row's token when it is ours and live (read back after a CAS whose outcome the
+    /// backend does not return, or whose reply was lost).
+    static std::optional<std::int64_t> confirmed_by_read(database_impl& db,
+                                                         const lock_request& req) {
+        const auto row = read_row(db, req.name);
+        if (row && row->owner == req.owner && row->live)
+            return row->token;
+        return std::nullopt;
+    }
+};
+
+} // namespace
+
+std::unique_ptr<lock_strategy> make_optimistic_version_strategy() {
+    return std::make_unique<optimistic_version_strategy>();
+}
+
+} // namespace sqlock::detail
