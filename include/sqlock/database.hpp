@@ -72,6 +72,18 @@ public:
     int schema_version();
     static int expected_schema_version(backend_kind kind);
 
+    /// A SQL boolean condition that is true only while lock `name` is held with fencing token
+    /// `token` (lease strategies: unique_key, optimistic_version), for a write in the caller's
+    /// own transaction on this database:
+    ///   "UPDATE accounts SET balance = ? WHERE id = ? AND " + db.fencing_condition("?", "?")
+    /// The arguments are the caller's placeholder texts ("$3", "?", ":name"...), bound by the
+    /// caller to the lock name and token. PostgreSQL and MariaDB call the sqlock_holds()
+    /// function from the migrations, which also keeps the lease row from being taken over
+    /// until the caller's transaction ends; SQLite gets an equivalent EXISTS predicate (its
+    /// write transactions are serialised anyway). Needs schema version 2.
+    std::string fencing_condition(std::string_view name_placeholder,
+                                  std::string_view token_placeholder) const;
+
     /// All rows in the lock table, ordered by name.
     std::vector<lock_info> list();
     /// Deletes expired rows (by the database clock) in batches of `batch` rows; returns how

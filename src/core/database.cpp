@@ -82,7 +82,7 @@ database_impl::database_impl(connection_config config, const connect_options& op
     const auto& prefix = m_options.table_prefix;
     for (const char* table :
          {"locks", "token_seq", "token_counter", "migrations", "locks_expires_idx",
-          "locks_token_on_insert", "locks_token_on_update"}) {
+          "locks_token_on_insert", "holds", "locks_token_on_update"}) {
         m_identifiers.emplace_back(table, quote_identifier(m_config.kind, prefix + table));
     }
     m_locks_table = prefix + "locks";
@@ -359,8 +359,22 @@ std::string detail::database_impl::migration_script() const {
 }
 
 int database::expected_schema_version(backend_kind kind) {
-    (void)kind;
-    return 1;
+    (void)kind; // every backend has the same migration versions (a unit test checks)
+    return 2;
+}
+
+std::string database::fencing_condition(std::string_view name_placeholder,
+                                        std::string_view token_placeholder) const {
+    const std::string name(name_placeholder);
+    const std::string token(token_placeholder);
+    if (backend() == backend_kind::sqlite) {
+        return "EXISTS (SELECT 1 FROM " + m_impl->expand("{locks}") + " WHERE name = " + name +
+               " AND token = " + token +
+               " AND owner <> '' AND expires_at > CAST((julianday('now') - 2440587.5) * "
+               "86400000.0 AS INTEGER))";
+    }
+    const std::string call = m_impl->expand("{holds}") + "(" + name + ", " + token + ")";
+    return backend() == backend_kind::mysql ? call + " = 1" : call;
 }
 
 int database::schema_version() {

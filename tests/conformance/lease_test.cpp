@@ -5,6 +5,9 @@
 
 #include <atomic>
 #include <doctest/doctest.h>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -196,6 +199,73 @@ TEST_SUITE("unique_key") {
         before = sent();
         a.unlock(); // delete
         CHECK(sent() - before == 1);
+    }
+
+} // TEST_SUITE
+
+TEST_SUITE("lease") {
+
+    TEST_CASE("fencing: the first holder's write in its own transaction fails once taken over") {
+        auto& d = db();
+        const auto name = unique_name("fenced");
+        const bool mysql = d.backend() == sqlock::backend_kind::mysql;
+        auto user = d.impl()->checkout(); // stands for the application's own connection
+        user->query(std::string("CREATE TABLE IF NOT EXISTS fenced_data (id BIGINT PRIMARY KEY, "
+                                "v BIGINT NOT NULL)") +
+                    (mysql ? " ENGINE = InnoDB" : ""));
+        const auto id = std::to_string(std::hash<std::string>{}(name) % 1'000'000'000);
+        user->query("INSERT INTO fenced_data (id, v) VALUES (" + id + ", 0)");
+        auto fenced_write = [&](std::int64_t token) {
+            user->begin();
+            const auto r =
+                user->query("UPDATE fenced_data SET v = v + 1 WHERE id = " + id + " AND " +
+                            d.fencing_condition("'" + name + "'", std::to_string(token)));
+            user->commit();
+            return r.affected_rows;
+        };
+
+        mutex first(d, name, opts());
+        mutex second(d, name, opts());
+        first.lock();
+        const auto t1 = first.token();
+        CHECK(fenced_write(t1) == 1); // held: the write goes through
+
+        test::backdate(d, name, 5s); // the first holder "paused" past its TTL...
+        REQUIRE(second.try_lock());  // ...and the second took over
+        const auto t2 = second.token();
+        CHECK(t2 > t1);
+
+        CHECK(fenced_write(t1) == 0); // the stale holder's write is rejected
+        CHECK(fenced_write(t2) == 1); // the new holder's goes through
+        first.unlock();               // its release reports the loss, without throwing
+        CHECK(first.last_error().find("lost") != std::string::npos);
+        second.unlock();
+        CHECK(fenced_write(t2) == 0); // released: nobody holds t2 any more
+        CHECK(user->query("SELECT v FROM fenced_data WHERE id = " + id).rows.at(0).at(0) == "2");
+    }
+
+} // TEST_SUITE
+
+TEST_SUITE("optimistic_version") {
+
+    TEST_CASE("processes creating the same missing row at once: one holder, no errors") {
+        const auto name = unique_name("race");
+        const auto dir = test::backend().scratch_dir + "/" + name;
+        std::filesystem::create_directories(dir);
+        const auto start = dir + "/start";
+        std::vector<pid_t> racers;
+        for (int i = 0; i < 6; ++i) {
+            racers.push_back(test::spawn({SQLOCK_CONTENDER_PATH, "race", test::backend().url, name,
+                                          "optimistic_version", start},
+                                         {}, dir + "/out" + std::to_string(i)));
+        }
+        std::ofstream(start).put('\n'); // all racers connected and waiting: go
+        int won = 0;
+        for (std::size_t i = 0; i < racers.size(); ++i) {
+            CHECK(test::wait_exit(racers[i]) == 0); // no error surfaced to any racer
+            won += test::read_file(dir + "/out" + std::to_string(i)).starts_with("won") ? 1 : 0;
+        }
+        CHECK(won == 1);
     }
 
 } // TEST_SUITE

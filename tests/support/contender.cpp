@@ -59,7 +59,36 @@ int hold(char** argv) {
 
 } // namespace
 
+/// race URL NAME STRATEGY START: waits for file START to exist, then makes exactly one
+/// try_lock(); prints "won TOKEN" or "lost". The winner holds for 1 s so that every racer's one
+/// attempt overlaps its hold. Any error exits 1.
+int race(char** argv) {
+    auto db = sqlock::connect(argv[2]);
+    sqlock::mutex_options o;
+    o.strategy = sqlock::parse_strategy(argv[4]);
+    sqlock::mutex m(db, argv[3], o);
+    const std::string start = argv[5];
+    while (access(start.c_str(), F_OK) != 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (m.try_lock()) {
+        std::cout << "won " << m.token() << std::endl;
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        m.unlock();
+        return m.last_error().empty() ? 0 : 4;
+    }
+    std::cout << "lost" << std::endl;
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc == 6 && std::string(argv[1]) == "race") {
+        try {
+            return race(argv);
+        } catch (const std::exception& e) {
+            std::cerr << "contender race: " << e.what() << "\n";
+            return 1;
+        }
+    }
     if (argc == 7 && std::string(argv[1]) == "hold") {
         try {
             return hold(argv);
