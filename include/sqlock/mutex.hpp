@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 namespace sqlock {
@@ -30,6 +32,24 @@ strategy parse_strategy(std::string_view text);
 /// Longest lock name accepted, in bytes. Names are compared byte for byte on every backend.
 inline constexpr std::size_t max_name_length = 255;
 
+/// Why a held lock stopped being certainly ours.
+enum class loss_reason {
+    none,    ///< not lost
+    lost,    ///< the database says it is gone, or its lease ran out: another owner may hold it
+    unknown, ///< the database could not be reached to renew it before the lease's local end
+};
+
+/// "none", "lost" or "unknown".
+std::string_view to_string(loss_reason reason) noexcept;
+
+/// What an on_lost callback is told.
+struct lock_lost_event {
+    std::string name;
+    std::int64_t token = 0;
+    loss_reason reason = loss_reason::lost;
+    std::string message; ///< what happened, for logs
+};
+
 /// Per-mutex settings.
 struct mutex_options {
     sqlock::strategy strategy = sqlock::strategy::unique_key;
@@ -40,6 +60,13 @@ struct mutex_options {
     /// starting at retry_min and doubling up to retry_max. Never sleeps past the deadline.
     std::chrono::milliseconds retry_min = std::chrono::milliseconds(2);
     std::chrono::milliseconds retry_max = std::chrono::milliseconds(200);
+    /// Keep the lock alive while held: a background thread (one per process, for all locks)
+    /// renews it every ttl/3 with an owner-and-token-checked statement (select_for_update:
+    /// proves its session alive, which also restarts the server's idle timer).
+    bool renew = false;
+    /// Called once, from sqlock's background thread, when a held lock is lost (see
+    /// loss_reason). Must not block for long and must not call into this mutex.
+    std::function<void(const lock_lost_event&)> on_lost{};
 };
 
 /// A distributed lock named `name` in database `db`.
@@ -101,8 +128,18 @@ public:
     /// lease simply expires at its TTL.
     void unlock() noexcept;
 
-    /// True while the calling thread holds this mutex, as far as sqlock knows locally.
+    /// True while the calling thread holds this mutex and the grant is certainly still valid:
+    /// false once it was found lost, and once the lease's local end (send time of the last
+    /// confirmed acquire or renewal + ttl - ttl/20, steady clock) has passed, before anyone
+    /// else can have been granted the lock.
     bool owns_lock() const noexcept;
+    /// Why the calling thread's current grant was lost (loss_reason::none while it is fine or
+    /// when nothing is held).
+    loss_reason lost_reason() const noexcept;
+    /// A stop token of the calling thread's current grant: stop is requested when the grant is
+    /// lost (by the background thread, at the latest at the lease's local end). A default token
+    /// (stop_possible() == false) when nothing is held.
+    std::stop_token stop_token() const noexcept;
     /// Fencing token of the current grant; throws errc::lock_lost when the calling thread
     /// does not hold the lock.
     std::int64_t token() const;

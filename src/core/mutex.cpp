@@ -1,5 +1,6 @@
 #include "sqlock/mutex.hpp"
 
+#include "core/hold.hpp"
 #include "core/owner.hpp"
 #include "strategies/strategy.hpp"
 
@@ -18,6 +19,18 @@ std::string_view to_string(strategy s) noexcept {
         return "select_for_update";
     case strategy::optimistic_version:
         return "optimistic_version";
+    }
+    return "unknown";
+}
+
+std::string_view to_string(loss_reason reason) noexcept {
+    switch (reason) {
+    case loss_reason::none:
+        return "none";
+    case loss_reason::lost:
+        return "lost";
+    case loss_reason::unknown:
+        return "unknown";
     }
     return "unknown";
 }
@@ -87,7 +100,6 @@ void validate_options(const mutex_options& o) {
         throw error(errc::invalid_argument, "need 0 < retry_min <= retry_max");
 }
 
-/// Jittered exponential backoff: a random sleep in [d, 2d), d doubling up to max.
 /// The server-side wait for one attempt that ends at `deadline`.
 std::chrono::milliseconds wait_budget(std::chrono::steady_clock::time_point deadline) {
     using namespace std::chrono;
@@ -99,6 +111,7 @@ std::chrono::milliseconds wait_budget(std::chrono::steady_clock::time_point dead
     return ceil<milliseconds>(deadline - now);
 }
 
+/// Jittered exponential backoff: a random sleep in [d, 2d), d doubling up to max.
 class backoff {
 public:
     backoff(std::chrono::milliseconds min, std::chrono::milliseconds max)
@@ -121,7 +134,7 @@ private:
 class mutex_impl {
 public:
     mutex_impl(database db, std::string name, mutex_options options)
-        : m_db(std::move(db)), m_name(std::move(name)), m_options(options),
+        : m_db(std::move(db)), m_name(std::move(name)), m_options(std::move(options)),
           m_handle(next_handle_number()) {
         validate_name(m_name);
         validate_options(m_options);
@@ -130,37 +143,50 @@ public:
 
     database_impl& db() { return *m_db.impl(); }
 
-    lock_request request(const std::string& owner) const {
-        return lock_request{m_name, owner, m_options.ttl};
+    /// The calling thread's hold, or null.
+    std::shared_ptr<active_hold> mine() const {
+        std::lock_guard lock(m_state_mutex);
+        if (m_held && m_held->thread == std::this_thread::get_id())
+            return m_held;
+        return nullptr;
     }
 
-    bool held_by_me() const { return m_held && m_held->thread == std::this_thread::get_id(); }
+    void record_error(std::string message) {
+        std::lock_guard lock(m_state_mutex);
+        m_last_error = std::move(message);
+    }
 
-    struct hold {
-        std::thread::id thread;
-        std::string owner;
-        grant current;
-    };
+    /// Forgets `hold` (released or lost for good) if it is still the current one.
+    void drop(const std::shared_ptr<active_hold>& hold) {
+        {
+            std::lock_guard state(hold->state_mutex);
+            hold->released = true;
+        }
+        std::lock_guard lock(m_state_mutex);
+        if (m_held == hold)
+            m_held.reset();
+    }
 
     database m_db;
     std::string m_name;
     mutex_options m_options;
     std::uint64_t m_handle;
-    std::unique_ptr<lock_strategy> m_strategy;
+    std::shared_ptr<lock_strategy> m_strategy;
 
     mutable std::mutex m_state_mutex; ///< guards m_held and m_last_error
-    std::optional<hold> m_held;
+    std::shared_ptr<active_hold> m_held;
     std::string m_last_error;
 };
 
 } // namespace detail
 
 mutex::mutex(database db, std::string name, mutex_options options)
-    : m_impl(std::make_unique<detail::mutex_impl>(std::move(db), std::move(name), options)) {}
+    : m_impl(std::make_unique<detail::mutex_impl>(std::move(db), std::move(name),
+                                                  std::move(options))) {}
 
 mutex::~mutex() {
-    // Destroying a held mutex gives the lease back (all holds) instead of leaving it to expire.
-    std::optional<detail::mutex_impl::hold> held;
+    // Destroying a held mutex gives the lock back (all holds) instead of leaving it to expire.
+    std::shared_ptr<detail::active_hold> held;
     {
         std::lock_guard lock(m_impl->m_state_mutex);
         held.swap(m_impl->m_held);
@@ -168,11 +194,17 @@ mutex::~mutex() {
     if (!held)
         return;
     try {
-        detail::grant last = held->current;
+        std::lock_guard op(held->op_mutex);
+        detail::grant last;
+        {
+            std::lock_guard state(held->state_mutex);
+            held->released = true;
+            last = held->current;
+        }
         last.hold_count = 1;
-        m_impl->m_strategy->release(m_impl->db(), m_impl->request(held->owner), last);
+        m_impl->m_strategy->release(m_impl->db(), held->request(), last);
     } catch (...) {
-        // Nothing to report to: the lease expires at its TTL.
+        // Nothing to report to: a lease expires at its TTL, a session ends with its connection.
     }
 }
 
@@ -188,28 +220,36 @@ bool mutex::try_lock() {
 bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline) {
     auto& impl = *m_impl;
     const std::string owner = owner_id();
-    const auto req = impl.request(owner);
+    const detail::lock_request req{impl.m_name, owner, impl.m_options.ttl};
 
-    {
-        std::unique_lock lock(impl.m_state_mutex);
-        if (impl.held_by_me()) {
-            // Re-entry: one statement, conditional on our owner id and token.
-            const auto held = impl.m_held->current;
-            lock.unlock();
-            try {
-                auto renewed = impl.m_strategy->reenter(impl.db(), req, held);
-                lock.lock();
-                if (impl.held_by_me())
-                    impl.m_held->current = std::move(renewed);
-                return true;
-            } catch (const error& e) {
-                if (e.code() == errc::lock_lost) {
-                    lock.lock();
-                    if (impl.held_by_me())
-                        impl.m_held.reset();
-                }
-                throw;
+    if (const auto hold = impl.mine()) {
+        // Re-entry: one statement, conditional on our owner id and token. A grant already
+        // known lost is never resurrected.
+        std::unique_lock op(hold->op_mutex);
+        detail::grant held;
+        std::string lost_message;
+        {
+            std::lock_guard state(hold->state_mutex);
+            held = hold->current;
+            if (hold->reason != loss_reason::none)
+                lost_message = hold->message;
+        }
+        try {
+            if (!lost_message.empty())
+                throw error(errc::lock_lost,
+                            "lock \"" + impl.m_name + "\" was lost: " + lost_message);
+            auto renewed = impl.m_strategy->reenter(impl.db(), req, held);
+            std::lock_guard state(hold->state_mutex);
+            hold->current.hold_count = renewed.hold_count;
+            hold->current.valid_until = renewed.valid_until;
+            return true;
+        } catch (const error& e) {
+            if (e.code() == errc::lock_lost) {
+                op.unlock();
+                hold->mark_lost(loss_reason::lost, e.what());
+                impl.drop(hold);
             }
+            throw;
         }
     }
 
@@ -220,9 +260,22 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         try {
             if (auto g =
                     impl.m_strategy->try_acquire(impl.db(), req, detail::wait_budget(deadline))) {
-                std::lock_guard lock(impl.m_state_mutex);
-                impl.m_held =
-                    detail::mutex_impl::hold{std::this_thread::get_id(), owner, std::move(*g)};
+                auto hold = std::make_shared<detail::active_hold>();
+                hold->db = impl.m_db.impl();
+                hold->strategy = impl.m_strategy;
+                hold->name = impl.m_name;
+                hold->owner = owner;
+                hold->ttl = impl.m_options.ttl;
+                hold->thread = std::this_thread::get_id();
+                hold->renew = impl.m_options.renew;
+                hold->on_lost = impl.m_options.on_lost;
+                hold->current = std::move(*g);
+                hold->next_renewal = std::chrono::steady_clock::now() + impl.m_options.ttl / 3;
+                {
+                    std::lock_guard lock(impl.m_state_mutex);
+                    impl.m_held = hold;
+                }
+                detail::lease_keeper::instance().track(hold);
                 return true;
             }
         } catch (const error& e) {
@@ -243,66 +296,93 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
 
 void mutex::unlock() noexcept {
     auto& impl = *m_impl;
-    std::unique_lock lock(impl.m_state_mutex);
-    if (!impl.held_by_me()) {
-        impl.m_last_error =
-            "unlock() of lock \"" + impl.m_name + "\" by a thread that does not hold it";
+    const auto hold = impl.mine();
+    if (!hold) {
+        impl.record_error("unlock() of lock \"" + impl.m_name +
+                          "\" by a thread that does not hold it");
         return;
     }
-    const auto held = *impl.m_held;
-    lock.unlock();
     std::string failure;
-    bool gone = held.current.hold_count <= 1;
+    bool gone = false;
     try {
-        impl.m_strategy->release(impl.db(), impl.request(held.owner), held.current);
-    } catch (const error& e) {
-        failure = e.what();
-        if (e.code() == errc::lock_lost)
-            gone = true; // nothing left to release later
+        std::lock_guard op(hold->op_mutex);
+        detail::grant held;
+        {
+            std::lock_guard state(hold->state_mutex);
+            held = hold->current;
+        }
+        gone = held.hold_count <= 1;
+        try {
+            impl.m_strategy->release(impl.db(), hold->request(), held);
+            if (!gone) {
+                std::lock_guard state(hold->state_mutex);
+                --hold->current.hold_count;
+            }
+        } catch (const error& e) {
+            failure = e.what();
+            if (e.code() == errc::lock_lost)
+                gone = true; // nothing left to release later
+            else if (!gone) {
+                std::lock_guard state(hold->state_mutex);
+                --hold->current.hold_count;
+            }
+        }
     } catch (const std::exception& e) {
         failure = e.what();
+    } catch (...) {
+        failure = "unknown failure while releasing";
     }
-    lock.lock();
     if (!failure.empty())
-        impl.m_last_error = failure;
-    if (!impl.held_by_me())
-        return;
-    if (gone) {
-        impl.m_held.reset();
-    } else {
-        --impl.m_held->current.hold_count;
-    }
+        impl.record_error(failure);
+    if (gone)
+        impl.drop(hold);
 }
 
 bool mutex::owns_lock() const noexcept {
-    std::lock_guard lock(m_impl->m_state_mutex);
-    if (!m_impl->held_by_me())
+    const auto hold = m_impl->mine();
+    if (!hold || !hold->valid(std::chrono::steady_clock::now()))
         return false;
-    const auto& current = m_impl->m_held->current;
-    // Past the lease's local end, or with its session gone, the lock may be someone else's.
-    if (std::chrono::steady_clock::now() >= current.valid_until)
-        return false;
-    return !current.pinned || current.pinned->usable();
+    std::lock_guard state(hold->state_mutex);
+    // A select_for_update lock is gone with its session; the check never blocks.
+    return !hold->current.pinned || hold->current.pinned->usable();
+}
+
+loss_reason mutex::lost_reason() const noexcept {
+    const auto hold = m_impl->mine();
+    if (!hold)
+        return loss_reason::none;
+    std::lock_guard state(hold->state_mutex);
+    return hold->reason;
+}
+
+std::stop_token mutex::stop_token() const noexcept {
+    const auto hold = m_impl->mine();
+    return hold ? hold->stop.get_token() : std::stop_token{};
 }
 
 std::int64_t mutex::token() const {
-    std::lock_guard lock(m_impl->m_state_mutex);
-    if (!m_impl->held_by_me())
+    const auto hold = m_impl->mine();
+    if (!hold)
         throw error(errc::lock_lost, "token() of lock \"" + m_impl->m_name +
                                          "\": the calling thread does not hold it");
-    return m_impl->m_held->current.token;
+    std::lock_guard state(hold->state_mutex);
+    return hold->current.token;
 }
 
 std::int64_t mutex::hold_count() const noexcept {
-    std::lock_guard lock(m_impl->m_state_mutex);
-    return m_impl->held_by_me() ? m_impl->m_held->current.hold_count : 0;
+    const auto hold = m_impl->mine();
+    if (!hold)
+        return 0;
+    std::lock_guard state(hold->state_mutex);
+    return hold->current.hold_count;
 }
 
 std::int64_t mutex::server_session_id() const noexcept {
-    std::lock_guard lock(m_impl->m_state_mutex);
-    if (!m_impl->held_by_me() || !m_impl->m_held->current.pinned)
+    const auto hold = m_impl->mine();
+    if (!hold)
         return 0;
-    return m_impl->m_held->current.pinned->server_session_id();
+    std::lock_guard state(hold->state_mutex);
+    return hold->current.pinned ? hold->current.pinned->server_session_id() : 0;
 }
 
 const std::string& mutex::name() const noexcept {

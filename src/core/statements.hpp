@@ -46,12 +46,13 @@ enum class statement : std::size_t {
     fu_create_row,  ///< (pool) $1 name: create the row to lock, if missing
     fu_next_token,  ///< (pool) -> 1 row (token), for backends whose fu_lock returns NULL
     // optimistic_version (pool):
-    ov_read,    ///< $1 name -> 0..1 row (token, owner, hold_count, live)
-    ov_create,  ///< $1 name: create a free row if missing (never fails on a race)
-    ov_acquire, ///< $1 name $2 owner $3 ttl_ms $4 host $5 pid $6 version read -> (token) |
-                ///< read-back
-    ov_reenter, ///< $1 name $2 owner $3 ttl_ms $4 token -> (token) | read-back
-    ov_release, ///< $1 name $2 owner $3 token -> affected rows (the row always changes)
+    ov_read,     ///< $1 name -> 0..1 row (token, owner, hold_count, live)
+    ov_create,   ///< $1 name: create a free row if missing (never fails on a race)
+    ov_acquire,  ///< $1 name $2 owner $3 ttl_ms $4 host $5 pid $6 version read -> (token) |
+                 ///< read-back
+    ov_reenter,  ///< $1 name $2 owner $3 ttl_ms $4 token -> (token) | read-back
+    ov_release,  ///< $1 name $2 owner $3 token -> affected rows (the row always changes)
+    renew_lease, ///< $1 name $2 owner $3 ttl_ms $4 token -> (token) | read-back (inspect_lock)
     count_
 };
 
@@ -83,6 +84,7 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "ov_acquire",
     "ov_reenter",
     "ov_release",
+    "renew_lease",
 };
 
 // A statement added to the enum without a file name here would silently get an empty name.

@@ -87,6 +87,10 @@ public:
         return g;
     }
 
+    grant renew(database_impl& db, const lock_request& req, const grant& held) override {
+        return renew_lease(db, req, held); // a compare-and-set on our version, like release
+    }
+
     void release(database_impl& db, const lock_request& req, const grant& held) override {
         // Both statements always change the row they match (owner, hold_count), so their
         // affected-row counts are exact on every backend.

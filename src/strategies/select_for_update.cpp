@@ -100,6 +100,14 @@ public:
         return g;
     }
 
+    grant renew(database_impl& db, const lock_request& req, const grant& held) override {
+        // Any statement restarts the server's idle-in-transaction timer; fu_check also proves
+        // the session (and so the lock) is still there.
+        grant g = reenter(db, req, held);
+        g.hold_count = held.hold_count;
+        return g;
+    }
+
     void release(database_impl& db, const lock_request& req, const grant& held) override {
         if (held.hold_count > 1)
             return; // re-entrant holds share the one transaction

@@ -62,6 +62,12 @@ public:
     /// it is never resurrected.
     virtual grant reenter(database_impl& db, const lock_request& req, const grant& held) = 0;
 
+    /// Keeps `held` alive for another ttl (lease strategies: extends the lease; select_for_update:
+    /// proves the session alive, restarting the server's idle timer). Returns the grant with
+    /// its new validity. Throws errc::lock_lost when it is no longer ours; other errors when
+    /// the outcome is unknown (the caller retries until the lease's local end).
+    virtual grant renew(database_impl& db, const lock_request& req, const grant& held) = 0;
+
     /// Gives back one hold of `held` (the last one deletes the lease). Throws errc::lock_lost
     /// when the row is no longer ours, other sqlock::error when the outcome is unknown.
     virtual void release(database_impl& db, const lock_request& req, const grant& held) = 0;
@@ -69,6 +75,9 @@ public:
 
 /// The implementation of `s`; throws errc::unsupported for strategies not built yet.
 std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend);
+
+/// Lease renewal shared by unique_key and optimistic_version (statement renew_lease).
+grant renew_lease(database_impl& db, const lock_request& req, const grant& held);
 
 std::unique_ptr<lock_strategy> make_unique_key_strategy();
 std::unique_ptr<lock_strategy> make_select_for_update_strategy();

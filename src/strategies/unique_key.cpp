@@ -62,6 +62,10 @@ public:
         return *g;
     }
 
+    grant renew(database_impl& db, const lock_request& req, const grant& held) override {
+        return renew_lease(db, req, held);
+    }
+
     void release(database_impl& db, const lock_request& req, const grant& held) override {
         const bool last = held.hold_count <= 1;
         std::uint64_t affected = 0;

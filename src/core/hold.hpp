@@ -1,0 +1,75 @@
+// Internal: one held grant, shared between the mutex that owns it and the process-wide lease
+// keeper that renews it and watches its deadline.
+#pragma once
+
+#include "sqlock/mutex.hpp"
+#include "strategies/strategy.hpp"
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <thread>
+
+namespace sqlock::detail {
+
+struct active_hold {
+    // Fixed at acquisition.
+    std::shared_ptr<database_impl> db;
+    std::shared_ptr<lock_strategy> strategy;
+    std::string name;
+    std::string owner;
+    std::chrono::milliseconds ttl{};
+    std::thread::id thread;
+    bool renew = false;
+    std::function<void(const lock_lost_event&)> on_lost;
+    std::stop_source stop;
+
+    /// Serialises database work on this grant (the owner's re-entry/release and the keeper's
+    /// renewal): a pinned select_for_update session is used by one thread at a time.
+    std::mutex op_mutex;
+
+    /// Guards everything below; never held during database work.
+    mutable std::mutex state_mutex;
+    grant current;
+    loss_reason reason = loss_reason::none;
+    std::string message;
+    bool released = false;                                ///< the owner gave it back
+    std::chrono::steady_clock::time_point next_renewal{}; ///< when the keeper renews next
+    bool last_renewal_failed = false; ///< the database did not answer the last renewal
+
+    lock_request request() const { return lock_request{name, owner, ttl}; }
+
+    /// Records the loss once: requests stop and calls on_lost (outside the state lock).
+    /// Returns false when the hold was already lost or released.
+    bool mark_lost(loss_reason why, const std::string& what);
+
+    /// True while not lost, not released, and before the local end of the lease.
+    bool valid(std::chrono::steady_clock::time_point now) const;
+};
+
+/// The process-wide background work for held locks: one thread renews every lease that asked
+/// for it at ttl/3; one watchdog marks a hold lost at its local deadline if no renewal was
+/// confirmed by then (it never talks to a database, so a hung server cannot delay it).
+class lease_keeper {
+public:
+    static lease_keeper& instance();
+    void track(const std::shared_ptr<active_hold>& hold);
+    /// Wakes the threads to look at the holds again (a new deadline or renewal time).
+    void poke();
+
+private:
+    lease_keeper() = default;
+    void renew_loop();
+    void watch_loop();
+    void start_locked();
+
+    std::mutex m_mutex;
+    std::condition_variable m_renew_cv;
+    std::condition_variable m_watch_cv;
+    std::vector<std::weak_ptr<active_hold>> m_holds;
+    bool m_started = false;
+};
+
+} // namespace sqlock::detail

@@ -1,0 +1,190 @@
+#include "core/hold.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+
+namespace sqlock::detail {
+
+bool active_hold::mark_lost(loss_reason why, const std::string& what) {
+    lock_lost_event event;
+    {
+        std::lock_guard lock(state_mutex);
+        if (reason != loss_reason::none || released)
+            return false;
+        reason = why;
+        message = what;
+        event = lock_lost_event{name, current.token, why, what};
+    }
+    stop.request_stop();
+    if (on_lost) {
+        try {
+            on_lost(event);
+        } catch (...) {
+            // A throwing callback must not take the keeper thread down.
+        }
+    }
+    return true;
+}
+
+bool active_hold::valid(std::chrono::steady_clock::time_point now) const {
+    std::lock_guard lock(state_mutex);
+    return reason == loss_reason::none && !released && now < current.valid_until;
+}
+
+lease_keeper& lease_keeper::instance() {
+    // Never destroyed: its threads run for the life of the process (detached), so no static
+    // destructor has to join them while other static objects are torn down.
+    static lease_keeper* keeper = new lease_keeper();
+    return *keeper;
+}
+
+void lease_keeper::track(const std::shared_ptr<active_hold>& hold) {
+    std::lock_guard lock(m_mutex);
+    std::erase_if(m_holds, [](const auto& w) { return w.expired(); });
+    m_holds.push_back(hold);
+    start_locked();
+    m_renew_cv.notify_all();
+    m_watch_cv.notify_all();
+}
+
+void lease_keeper::poke() {
+    std::lock_guard lock(m_mutex);
+    m_renew_cv.notify_all();
+    m_watch_cv.notify_all();
+}
+
+void lease_keeper::start_locked() {
+    if (m_started)
+        return;
+    m_started = true;
+    std::thread([this] { renew_loop(); }).detach();
+    std::thread([this] { watch_loop(); }).detach();
+}
+
+namespace {
+
+/// The holds still alive and not finished, copied out so no lock is held while working.
+std::vector<std::shared_ptr<active_hold>> live(std::vector<std::weak_ptr<active_hold>>& holds) {
+    std::vector<std::shared_ptr<active_hold>> out;
+    std::erase_if(holds, [](const auto& w) { return w.expired(); });
+    for (const auto& w : holds) {
+        if (auto h = w.lock()) {
+            std::lock_guard lock(h->state_mutex);
+            if (!h->released && h->reason == loss_reason::none)
+                out.push_back(std::move(h));
+        }
+    }
+    return out;
+}
+
+constexpr auto idle_wait = std::chrono::seconds(60);
+
+} // namespace
+
+void lease_keeper::renew_loop() {
+    using clock = std::chrono::steady_clock;
+    std::unique_lock lock(m_mutex);
+    for (;;) {
+        auto holds = live(m_holds);
+        lock.unlock();
+        auto next = clock::now() + idle_wait;
+        for (const auto& h : holds) {
+            if (!h->renew)
+                continue;
+            clock::time_point due;
+            {
+                std::lock_guard state(h->state_mutex);
+                due = h->next_renewal;
+            }
+            if (clock::now() < due) {
+                next = std::min(next, due);
+                continue;
+            }
+            std::unique_lock op(h->op_mutex, std::try_to_lock);
+            if (!op) { // the owner is busy with it right now; look again soon
+                next = std::min(next, clock::now() + h->ttl / 30);
+                continue;
+            }
+            grant held;
+            {
+                std::lock_guard state(h->state_mutex);
+                if (h->released || h->reason != loss_reason::none)
+                    continue;
+                held = h->current;
+            }
+            try {
+                auto renewed = h->strategy->renew(*h->db, h->request(), held);
+                std::lock_guard state(h->state_mutex);
+                renewed.hold_count = h->current.hold_count;
+                h->current.valid_until = renewed.valid_until;
+                h->next_renewal = clock::now() + h->ttl / 3;
+                h->last_renewal_failed = false;
+                next = std::min(next, h->next_renewal);
+            } catch (const error& e) {
+                if (e.code() == errc::lock_lost) {
+                    op.unlock();
+                    h->mark_lost(loss_reason::lost, e.what());
+                    continue;
+                }
+                // The database did not answer: try again soon; the watchdog declares the loss
+                // (reason unknown) at the lease's local end if no renewal gets through.
+                std::lock_guard state(h->state_mutex);
+                h->last_renewal_failed = true;
+                h->message = e.what();
+                h->next_renewal = clock::now() + h->ttl / 10;
+                next = std::min(next, h->next_renewal);
+            } catch (const std::exception& e) {
+                std::lock_guard state(h->state_mutex);
+                h->last_renewal_failed = true;
+                h->message = e.what();
+                h->next_renewal = clock::now() + h->ttl / 10;
+                next = std::min(next, h->next_renewal);
+            }
+        }
+        lock.lock();
+        m_renew_cv.wait_until(lock, next);
+    }
+}
+
+void lease_keeper::watch_loop() {
+    using clock = std::chrono::steady_clock;
+    std::unique_lock lock(m_mutex);
+    for (;;) {
+        auto holds = live(m_holds);
+        lock.unlock();
+        auto next = clock::now() + idle_wait;
+        const auto now = clock::now();
+        for (const auto& h : holds) {
+            clock::time_point deadline;
+            bool unreachable = false;
+            std::string last_error;
+            {
+                std::lock_guard state(h->state_mutex);
+                deadline = h->current.valid_until;
+                unreachable = h->last_renewal_failed;
+                last_error = h->message;
+            }
+            if (now < deadline) {
+                next = std::min(next, deadline);
+                continue;
+            }
+            if (h->renew && unreachable) {
+                h->mark_lost(loss_reason::unknown,
+                             "lock \"" + h->name +
+                                 "\": no renewal was confirmed before its lease "
+                                 "ended (" +
+                                 last_error + ")");
+            } else {
+                h->mark_lost(loss_reason::lost,
+                             "lock \"" + h->name + "\": its lease ended" +
+                                 (h->renew ? " before a renewal was confirmed"
+                                           : " (renewal is off; ttl was " +
+                                                 std::to_string(h->ttl.count()) + " ms)"));
+            }
+        }
+        lock.lock();
+        m_watch_cv.wait_until(lock, next);
+    }
+}
+
+} // namespace sqlock::detail
