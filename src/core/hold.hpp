@@ -38,6 +38,7 @@ struct active_hold {
     bool released = false;                                ///< the owner gave it back
     std::chrono::steady_clock::time_point next_renewal{}; ///< when the keeper renews next
     bool last_renewal_failed = false; ///< the database did not answer the last renewal
+    bool renewal_in_flight = false;   ///< a renewal was sent and has not returned yet
 
     lock_request request() const { return lock_request{name, owner, ttl}; }
 

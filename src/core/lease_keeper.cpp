@@ -111,16 +111,22 @@ void lease_keeper::renew_loop() {
                 if (h->released || h->reason != loss_reason::none)
                     continue;
                 held = h->current;
+                h->renewal_in_flight = true; // a hung server keeps it so: the loss is "unknown"
             }
             try {
                 auto renewed = h->strategy->renew(*h->db, h->request(), held);
                 std::lock_guard state(h->state_mutex);
+                h->renewal_in_flight = false;
                 renewed.hold_count = h->current.hold_count;
                 h->current.valid_until = renewed.valid_until;
                 h->next_renewal = clock::now() + h->ttl / 3;
                 h->last_renewal_failed = false;
                 next = std::min(next, h->next_renewal);
             } catch (const error& e) {
+                {
+                    std::lock_guard state(h->state_mutex);
+                    h->renewal_in_flight = false;
+                }
                 if (e.code() == errc::lock_lost) {
                     op.unlock();
                     h->mark_lost(loss_reason::lost, e.what());
@@ -135,6 +141,7 @@ void lease_keeper::renew_loop() {
                 next = std::min(next, h->next_renewal);
             } catch (const std::exception& e) {
                 std::lock_guard state(h->state_mutex);
+                h->renewal_in_flight = false;
                 h->last_renewal_failed = true;
                 h->message = e.what();
                 h->next_renewal = clock::now() + h->ttl / 10;
@@ -161,7 +168,7 @@ void lease_keeper::watch_loop() {
             {
                 std::lock_guard state(h->state_mutex);
                 deadline = h->current.valid_until;
-                unreachable = h->last_renewal_failed;
+                unreachable = h->last_renewal_failed || h->renewal_in_flight;
                 last_error = h->message;
             }
             if (now < deadline) {

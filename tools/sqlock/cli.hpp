@@ -15,6 +15,7 @@ enum exit_code : int {
     exit_unavailable = 69, ///< EX_UNAVAILABLE: database unreachable / authentication failed
     exit_software = 70,    ///< EX_SOFTWARE: any other sqlock or database error
     exit_timeout = 75,     ///< EX_TEMPFAIL: the lock was not granted within --wait
+    exit_lock_lost = 76,   ///< EX_PROTOCOL: run: the lock was lost while the command ran
     exit_config = 78,      ///< EX_CONFIG: lock tables missing or mismatched: run sqlock migrate
 };
 

@@ -1,12 +1,17 @@
 // sqlock — command-line tool: migrate, run a command under a lock, list locks.
 #include "cli.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <iostream>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <poll.h>
 #include <sqlock/sqlock.hpp>
 #include <string>
 #include <sys/wait.h>
@@ -37,7 +42,8 @@ global options (before or after COMMAND):
   --version            print the version
 
 exit codes: 0 ok; 64 bad usage; 69 database unreachable or login failed; 70 other error;
-            75 lock not granted within --wait; 78 lock tables missing (run sqlock migrate).
+            75 lock not granted within --wait; 76 lock lost while the command ran;
+            78 lock tables missing (run sqlock migrate).
             `sqlock run` otherwise exits with the command's status (128+N if killed by signal N).
 durations: 500ms, 30s, 10m, 2h, 1d, or a bare number of seconds.
 )";
@@ -50,18 +56,22 @@ applied; the database is not contacted), for a DBA's own migration tool.
 )";
 
 constexpr const char* run_help =
-    R"(usage: sqlock [--url URL] run NAME [--strategy S] [--ttl D] [--wait D] -- CMD [ARGS...]
+    R"(usage: sqlock [--url URL] run NAME [--strategy S] [--ttl D] [--wait D] [--grace D] [--no-renew] -- CMD [ARGS...]
 
 Acquires lock NAME, runs CMD with the grant's fencing token in $SQLOCK_TOKEN (and the name in
 $SQLOCK_NAME), releases the lock when CMD exits, and exits with CMD's status.
 
-  --strategy S   unique_key (default) or select_for_update
-  --ttl D        lease length (default 30s); a holder that dies frees the lock after D
+  --strategy S   unique_key (default), select_for_update or optimistic_version
+  --ttl D        lease length (default 30s). The lock is renewed every D/3 while CMD runs, so
+                 a holder that dies frees it within D (select_for_update: at once)
   --wait D       how long to wait for the lock (default: forever; 0 = one try).
                  When the lock is not granted in time, CMD does not run and sqlock exits 75.
+  --grace D      when the lock is lost while CMD runs (renewal refused, or the database
+                 unreachable until the lease ran out), CMD gets SIGTERM, then SIGKILL after D
+                 (default 10s), and sqlock exits 76
+  --no-renew     do not renew: the lock is lost (and CMD stopped) once --ttl has passed
 
-SIGINT, SIGTERM and SIGHUP are passed on to CMD. The lease is not renewed while CMD runs:
-choose --ttl longer than CMD's run time.
+SIGINT, SIGTERM and SIGHUP are passed on to CMD.
 )";
 
 constexpr const char* list_help = R"(usage: sqlock [--url URL] list [--json]
@@ -158,18 +168,22 @@ int cmd_migrate(const options& o) {
 }
 
 volatile sig_atomic_t g_child = 0;
+int g_wakeup_pipe[2] = {-1, -1}; ///< SIGCHLD and the lost signal wake the waiting main thread
 
 void forward_signal(int sig) {
     if (g_child > 0)
         kill(static_cast<pid_t>(g_child), sig);
 }
 
-int wait_for_child(pid_t child) {
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0) {
-        if (errno != EINTR)
-            return exit_software;
-    }
+void on_sigchld(int) {
+    const int saved = errno;
+    const char c = 'c';
+    [[maybe_unused]] const auto n = write(g_wakeup_pipe[1], &c, 1);
+    errno = saved;
+}
+
+/// Exit status of a finished child, shell style.
+int status_of(int status) {
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
     if (WIFSIGNALED(status))
@@ -177,11 +191,27 @@ int wait_for_child(pid_t child) {
     return exit_software;
 }
 
+/// The child's environment: ours plus SQLOCK_TOKEN and SQLOCK_NAME, built before fork() (the
+/// child of a multi-threaded process may only call async-signal-safe functions).
+std::vector<std::string> child_environment(const std::string& token, const std::string& name) {
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+        const std::string_view entry(*e);
+        if (!entry.starts_with("SQLOCK_TOKEN=") && !entry.starts_with("SQLOCK_NAME="))
+            env.emplace_back(entry);
+    }
+    env.push_back("SQLOCK_TOKEN=" + token);
+    env.push_back("SQLOCK_NAME=" + name);
+    return env;
+}
+
 int cmd_run(const options& o) {
     if (o.args.empty())
         throw usage_error("run: missing lock NAME");
     const std::string name = o.args[0];
     sqlock::mutex_options mo;
+    mo.renew = true;
+    std::chrono::milliseconds grace = std::chrono::seconds(10);
     std::optional<std::chrono::milliseconds> wait;
     for (std::size_t i = 1; i < o.args.size(); ++i) {
         const auto& a = o.args[i];
@@ -196,11 +226,30 @@ int cmd_run(const options& o) {
             mo.ttl = duration_arg(a, value());
         else if (a == "--wait")
             wait = duration_arg(a, value());
+        else if (a == "--grace")
+            grace = duration_arg(a, value());
+        else if (a == "--no-renew")
+            mo.renew = false;
         else
             throw usage_error("run: unknown option " + a);
     }
     if (o.exec.empty())
         throw usage_error("run: missing \"-- CMD\" to run under the lock");
+
+    if (pipe2(g_wakeup_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    std::atomic<bool> lost{false};
+    std::string lost_message;
+    std::mutex lost_mutex;
+    mo.on_lost = [&](const sqlock::lock_lost_event& event) {
+        {
+            std::lock_guard guard(lost_mutex);
+            lost_message = std::string(sqlock::to_string(event.reason)) + ": " + event.message;
+        }
+        lost = true;
+        const char c = 'l';
+        [[maybe_unused]] const auto n = write(g_wakeup_pipe[1], &c, 1);
+    };
 
     auto db = open(o);
     sqlock::mutex m(db, name, mo);
@@ -212,18 +261,28 @@ int cmd_run(const options& o) {
                   << " ms\n";
         return exit_timeout;
     }
-    const std::string token = std::to_string(m.token());
 
     std::vector<char*> child_argv;
     for (const auto& e : o.exec)
         child_argv.push_back(const_cast<char*>(e.c_str()));
     child_argv.push_back(nullptr);
+    auto env_storage = child_environment(std::to_string(m.token()), name);
+    std::vector<char*> child_env;
+    for (auto& e : env_storage)
+        child_env.push_back(e.data());
+    child_env.push_back(nullptr);
+    const std::string exec_failed = "sqlock: cannot run " + o.exec[0] + "\n";
 
     struct sigaction sa {};
     sa.sa_handler = forward_signal;
     sigemptyset(&sa.sa_mask);
     for (const int sig : {SIGINT, SIGTERM, SIGHUP})
         sigaction(sig, &sa, nullptr);
+    struct sigaction chld {};
+    chld.sa_handler = on_sigchld;
+    sigemptyset(&chld.sa_mask);
+    chld.sa_flags = SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &chld, nullptr);
 
     const pid_t child = fork();
     if (child < 0) {
@@ -232,22 +291,61 @@ int cmd_run(const options& o) {
         return exit_software;
     }
     if (child == 0) {
-        setenv("SQLOCK_TOKEN", token.c_str(), 1);
-        setenv("SQLOCK_NAME", name.c_str(), 1);
-        for (const int sig : {SIGINT, SIGTERM, SIGHUP})
-            signal(sig, SIG_DFL);
-        execvp(child_argv[0], child_argv.data());
+        struct sigaction dfl {};
+        dfl.sa_handler = SIG_DFL;
+        for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD})
+            sigaction(sig, &dfl, nullptr);
+        execvpe(child_argv[0], child_argv.data(), child_env.data());
         const int err = errno;
-        std::cerr << "sqlock: cannot run " << o.exec[0] << ": " << std::strerror(err) << "\n";
+        [[maybe_unused]] const auto n = write(2, exec_failed.data(), exec_failed.size());
         _exit(err == ENOENT ? 127 : 126);
     }
     g_child = child;
-    const int status = wait_for_child(child);
+
+    // Wait for the command; if the lock is lost meanwhile, stop it: SIGTERM, then SIGKILL after
+    // the grace period.
+    int status = 0;
+    std::optional<std::chrono::steady_clock::time_point> kill_at;
+    for (;;) {
+        const pid_t done = waitpid(child, &status, WNOHANG);
+        if (done == child)
+            break;
+        if (done < 0 && errno != EINTR) {
+            status = -1;
+            break;
+        }
+        if (lost && !kill_at) {
+            kill(child, SIGTERM);
+            kill_at = std::chrono::steady_clock::now() + grace;
+        }
+        int timeout_ms = -1;
+        if (kill_at) {
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+                *kill_at - std::chrono::steady_clock::now());
+            if (left.count() <= 0) {
+                kill(child, SIGKILL);
+                kill_at = std::chrono::steady_clock::time_point::max();
+            } else {
+                timeout_ms = static_cast<int>(std::min<long long>(left.count(), 60'000));
+            }
+        }
+        pollfd pfd{g_wakeup_pipe[0], POLLIN, 0};
+        poll(&pfd, 1, timeout_ms);
+        char drain[64];
+        while (read(g_wakeup_pipe[0], drain, sizeof drain) > 0) {
+        }
+    }
     g_child = 0;
     m.unlock();
+    if (lost) {
+        std::lock_guard guard(lost_mutex);
+        std::cerr << "sqlock: lock \"" << name << "\" was lost while the command ran ("
+                  << lost_message << "); the command was stopped\n";
+        return exit_lock_lost;
+    }
     if (const auto failure = m.last_error(); !failure.empty())
         std::cerr << "sqlock: warning: " << failure << "\n";
-    return status;
+    return status < 0 ? exit_software : status_of(status);
 }
 
 int cmd_list(const options& o) {

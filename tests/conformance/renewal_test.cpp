@@ -1,0 +1,231 @@
+// Renewal and the lost signal (every strategy, every backend).
+#include "backend_fixture.hpp"
+#include "core/database_impl.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <doctest/doctest.h>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <signal.h>
+#include <sstream>
+#include <thread>
+
+using namespace std::chrono_literals;
+using sqlock::mutex;
+using test::db;
+using test::unique_name;
+
+namespace {
+
+bool lease_strategy() {
+    return test::strategy() != sqlock::strategy::select_for_update;
+}
+
+/// Records the on_lost callback and lets a test await it.
+struct lost_probe {
+    std::mutex m;
+    std::condition_variable cv;
+    std::optional<sqlock::lock_lost_event> event;
+    std::chrono::steady_clock::time_point at;
+
+    std::function<void(const sqlock::lock_lost_event&)> callback() {
+        return [this](const sqlock::lock_lost_event& e) {
+            std::lock_guard lock(m);
+            event = e;
+            at = std::chrono::steady_clock::now();
+            cv.notify_all();
+        };
+    }
+    bool wait(std::chrono::milliseconds timeout) {
+        std::unique_lock lock(m);
+        return cv.wait_for(lock, timeout, [&] { return event.has_value(); });
+    }
+};
+
+/// Stops (SIGSTOP) the database server process for the backend under test; SIGCONT on
+/// destruction. The PID comes from tools/testdb.sh; a missing PID fails the test.
+class paused_server {
+public:
+    paused_server() {
+        const char* var = test::backend().kind == sqlock::backend_kind::postgresql
+                              ? "SQLOCK_TEST_POSTGRES_PID"
+                              : "SQLOCK_TEST_MYSQL_PID";
+        const char* pid = std::getenv(var);
+        REQUIRE_MESSAGE(pid != nullptr, var << " is not set: run under tools/testdb.sh");
+        // The server and all its processes (PostgreSQL runs one backend process per
+        // connection; MariaDB is one process).
+        m_pids.push_back(static_cast<pid_t>(std::stol(pid)));
+        REQUIRE(kill(m_pids.front(), SIGSTOP) == 0);
+        for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+            const auto child = std::atoi(entry.path().filename().c_str());
+            if (child <= 0)
+                continue;
+            std::ifstream stat(entry.path() / "stat");
+            std::string line;
+            std::getline(stat, line);
+            const auto close = line.rfind(')');
+            if (close == std::string::npos)
+                continue;
+            std::istringstream rest(line.substr(close + 2));
+            char state = 0;
+            long ppid = 0;
+            rest >> state >> ppid;
+            if (ppid == m_pids.front() && kill(child, SIGSTOP) == 0)
+                m_pids.push_back(child);
+        }
+    }
+    ~paused_server() {
+        for (const auto p : m_pids)
+            kill(p, SIGCONT);
+    }
+    paused_server(const paused_server&) = delete;
+    paused_server& operator=(const paused_server&) = delete;
+
+private:
+    std::vector<pid_t> m_pids;
+};
+
+} // namespace
+
+TEST_SUITE("common") {
+
+    TEST_CASE("with renewal on, a holder keeps its lock for 10 x TTL and nobody else gets it") {
+        const auto name = unique_name("renewed");
+        auto options = test::opts(300ms);
+        options.renew = true;
+        lost_probe probe;
+        options.on_lost = probe.callback();
+        mutex holder(db(), name, options);
+        holder.lock();
+        const auto token = holder.token();
+
+        std::atomic<bool> other_got_it{false};
+        std::thread other([&] {
+            mutex contender(db(), name, test::opts(300ms));
+            if (contender.try_lock_for(3s)) { // 10 x TTL
+                other_got_it = true;
+                contender.unlock();
+            }
+        });
+        std::set<std::string> expiries; // lease strategies: the row's expiry moves with renewals
+        const auto end = std::chrono::steady_clock::now() + 3s;
+        bool held_throughout = true;
+        while (std::chrono::steady_clock::now() < end) {
+            held_throughout = held_throughout && holder.owns_lock();
+            if (lease_strategy())
+                if (const auto row = test::row_of(name))
+                    expiries.insert(row->expires_at);
+            std::this_thread::sleep_for(50ms); // sampling the row, not synchronising
+        }
+        other.join();
+        CHECK(held_throughout);
+        CHECK_FALSE(other_got_it.load());
+        CHECK_FALSE(probe.event.has_value());
+        CHECK(holder.token() == token);
+        CHECK(holder.lost_reason() == sqlock::loss_reason::none);
+        if (lease_strategy())
+            CHECK(expiries.size() >= 6); // renewed about every 100 ms for 3 s
+        holder.unlock();
+        CHECK(holder.last_error().empty());
+    }
+
+    TEST_CASE("without renewal, the lost signal fires at the lease's local end") {
+        const auto name = unique_name("no-renew");
+        auto options = test::opts(400ms);
+        lost_probe probe;
+        options.on_lost = probe.callback();
+        mutex holder(db(), name, options);
+        holder.lock();
+        const auto started = std::chrono::steady_clock::now();
+        const auto token_stop = holder.stop_token();
+        CHECK(token_stop.stop_possible());
+        CHECK_FALSE(token_stop.stop_requested());
+        REQUIRE(probe.wait(3s));
+        CHECK(probe.at - started <= 400ms);
+        CHECK(probe.at - started >= 300ms); // not early either: ttl - ttl/20 = 380 ms
+        CHECK(probe.event->reason == sqlock::loss_reason::lost);
+        CHECK(probe.event->name == name);
+        CHECK(token_stop.stop_requested());
+        CHECK_FALSE(holder.owns_lock());
+        CHECK(holder.lost_reason() == sqlock::loss_reason::lost);
+        holder.unlock(); // never throws
+    }
+
+    TEST_CASE("renewal refused (the lease was taken or the session killed): lost fires") {
+        const auto name = unique_name("refused");
+        auto options = test::opts(600ms);
+        options.renew = true;
+        lost_probe probe;
+        options.on_lost = probe.callback();
+        mutex holder(db(), name, options);
+        holder.lock();
+        if (lease_strategy()) {
+            // Someone rewrote the row (an operator's force-release, say): renewals now match
+            // nothing.
+            test::exec_sql(db(), "UPDATE " + db().table_prefix() + "locks SET owner = 'intruder' " +
+                                     "WHERE name = '" + name + "'");
+        } else if (test::backend().kind != sqlock::backend_kind::sqlite) {
+            test::kill_session(db(), holder.server_session_id());
+        } else {
+            return; // SQLite select_for_update has no session to kill (see select_for_update tests)
+        }
+        REQUIRE(probe.wait(3s));
+        CHECK(probe.event->reason == sqlock::loss_reason::lost);
+        CHECK_FALSE(holder.owns_lock());
+        CHECK_THROWS_AS(holder.lock(), sqlock::error); // re-entry never resurrects it
+        holder.unlock();
+    }
+
+    TEST_CASE(
+        "server paused: lost (unknown) fires by the local deadline, before anyone else gets it") {
+        if (test::backend().kind == sqlock::backend_kind::sqlite) {
+            if (!lease_strategy())
+                return; // the lock file is this process's own: nothing outside can stall it
+            // No server to pause: block every write with another connection's write transaction.
+            const auto name = unique_name("blocked");
+            auto options = test::opts(500ms);
+            options.renew = true;
+            lost_probe probe;
+            options.on_lost = probe.callback();
+            mutex holder(db(), name, options);
+            holder.lock();
+            const auto locked_at = std::chrono::steady_clock::now();
+            auto blocker = db().impl()->checkout();
+            blocker->begin(); // BEGIN IMMEDIATE: renewals now wait for the write lock
+            const bool fired = probe.wait(3s);
+            blocker->rollback();
+            REQUIRE(fired);
+            CHECK(probe.at - locked_at <= 500ms);
+            holder.unlock();
+            return;
+        }
+        const auto name = unique_name("paused");
+        auto options = test::opts(1s);
+        options.renew = true;
+        lost_probe probe;
+        options.on_lost = probe.callback();
+        mutex holder(db(), name, options);
+        holder.lock();
+        const auto locked_at = std::chrono::steady_clock::now();
+        bool fired = false;
+        {
+            paused_server pause;
+            fired = probe.wait(3s);
+        }
+        REQUIRE(fired);
+        CHECK(probe.at - locked_at <= 1s); // no later than the lease's local end
+        CHECK(probe.event->reason == sqlock::loss_reason::unknown);
+        CHECK_FALSE(holder.owns_lock());
+
+        mutex next(db(), name, test::opts(1s));
+        REQUIRE(next.try_lock_for(10s));
+        CHECK(std::chrono::steady_clock::now() > probe.at); // the loss was known first
+        next.unlock();
+        holder.unlock();
+    }
+
+} // TEST_SUITE
