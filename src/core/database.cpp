@@ -86,6 +86,9 @@ database_impl::database_impl(connection_config config, const connect_options& op
         m_identifiers.emplace_back(table, quote_identifier(m_config.kind, prefix + table));
     }
     m_locks_table = prefix + "locks";
+    // The notification channel appears inside a string literal (pg_notify('...')), so it is
+    // substituted unquoted; the prefix's characters are limited to [A-Za-z0-9_].
+    m_identifiers.emplace_back("channel", prefix + "release");
 
     const auto dir = std::string("sql/") + std::string(backend_dir(m_config.kind)) + "/";
     for (std::size_t i = 0; i < statement_count; ++i) {
@@ -156,6 +159,82 @@ void database_impl::give_back(std::unique_ptr<session> s) noexcept {
         s.reset();
     }
     m_pool_cv.notify_one();
+}
+
+// --- wake-ups ---------------------------------------------------------------------------------
+
+std::uint64_t wake_hub::generation(const std::string& name) {
+    std::lock_guard lock(m_mutex);
+    const auto it = m_generations.find(name);
+    return it == m_generations.end() ? 0 : it->second;
+}
+
+void wake_hub::wake(const std::string& name) {
+    {
+        std::lock_guard lock(m_mutex);
+        ++m_generations[name];
+    }
+    m_cv.notify_all();
+}
+
+void wake_hub::wait(const std::string& name, std::uint64_t seen,
+                    std::chrono::steady_clock::time_point until) {
+    std::unique_lock lock(m_mutex);
+    m_cv.wait_until(lock, until, [&] {
+        const auto it = m_generations.find(name);
+        return it != m_generations.end() && it->second != seen;
+    });
+}
+
+database_impl::~database_impl() {
+    m_stopping = true;
+    if (m_listener.joinable())
+        m_listener.join();
+}
+
+void database_impl::ensure_listener() noexcept {
+    if (m_config.kind != backend_kind::postgresql)
+        return;
+    std::call_once(m_listener_started, [this] {
+        try {
+            m_listener = std::thread([this] { listen_loop(); });
+        } catch (...) {
+            // No thread, no wake-ups: waiters keep polling.
+        }
+    });
+}
+
+void database_impl::listen_loop() {
+    // One connection per database handle LISTENs for releases of every name; it reconnects
+    // after failures (with a pause), and waiters fall back to polling meanwhile.
+    const auto channel = m_options.table_prefix + "release";
+    while (!m_stopping) {
+        try {
+            auto s = open_session();
+            if (!s->listen(channel))
+                return;
+            while (!m_stopping) {
+                for (const auto& name : s->wait_notifications(std::chrono::milliseconds(200)))
+                    m_wakeups.wake(name);
+            }
+        } catch (...) {
+            for (int i = 0; i < 10 && !m_stopping; ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    }
+}
+
+std::shared_ptr<std::timed_mutex> database_impl::local_gate(const std::string& name) {
+    std::lock_guard lock(m_gates_mutex);
+    auto& slot = m_gates[name];
+    auto gate = slot.lock();
+    if (!gate) {
+        gate = std::make_shared<std::timed_mutex>();
+        slot = gate;
+    }
+    if (m_gates.size() > 1024) // forget names nobody waits for any more
+        std::erase_if(m_gates, [](const auto& entry) { return entry.second.expired(); });
+    return gate;
 }
 
 std::string database_impl::lock_file_for(std::string_view lock_name) const {

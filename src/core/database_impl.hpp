@@ -13,6 +13,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -36,9 +38,30 @@ private:
     std::unique_ptr<session> m_session;
 };
 
+/// Wake-ups for waiters, instead of blind polling. Every name has a generation that moves when
+/// its lock may have become free: a local unlock, or (PostgreSQL) a release notification from
+/// any process, received by one listener connection per database handle.
+class wake_hub {
+public:
+    std::uint64_t generation(const std::string& name);
+    /// Moves `name`'s generation and wakes its waiters.
+    void wake(const std::string& name);
+    /// Waits until `name`'s generation differs from `seen` or `until` passes.
+    void wait(const std::string& name, std::uint64_t seen,
+              std::chrono::steady_clock::time_point until);
+
+private:
+    std::mutex m_mutex;
+    std::condition_variable m_cv;
+    std::unordered_map<std::string, std::uint64_t> m_generations;
+};
+
 class database_impl : public std::enable_shared_from_this<database_impl> {
 public:
     database_impl(connection_config config, const connect_options& options);
+    ~database_impl();
+    database_impl(const database_impl&) = delete;
+    database_impl& operator=(const database_impl&) = delete;
 
     backend_kind kind() const noexcept { return m_config.kind; }
     const connection_config& config() const noexcept { return m_config; }
@@ -83,6 +106,15 @@ public:
     /// The SQLite lock file used for `lock_name` (empty for server backends).
     std::string lock_file_for(std::string_view lock_name) const;
 
+    wake_hub& wakeups() noexcept { return m_wakeups; }
+    /// Starts the release listener once (PostgreSQL only; a no-op elsewhere). Never throws: a
+    /// listener that cannot connect leaves waiters on their polling fallback.
+    void ensure_listener() noexcept;
+
+    /// A per-name local turnstile: threads of this process waiting for the same name queue
+    /// here, so only one of them at a time asks the database.
+    std::shared_ptr<std::timed_mutex> local_gate(const std::string& name);
+
     /// Statements sent through run() so far: lets tests verify the per-operation statement
     /// budget (README "What each operation sends").
     std::uint64_t statements_sent() const noexcept { return m_statements_sent.load(); }
@@ -108,6 +140,14 @@ private:
     std::vector<std::unique_ptr<session>> m_idle_holders; ///< lock sessions not holding now
     std::atomic<std::uint64_t> m_statements_sent{0};
     std::atomic<std::uint64_t> m_acquire_attempts{0};
+
+    void listen_loop();
+    wake_hub m_wakeups;
+    std::once_flag m_listener_started;
+    std::thread m_listener;
+    std::atomic<bool> m_stopping{false};
+    std::mutex m_gates_mutex;
+    std::unordered_map<std::string, std::weak_ptr<std::timed_mutex>> m_gates;
 };
 
 } // namespace sqlock::detail

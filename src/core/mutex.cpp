@@ -253,13 +253,29 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         }
     }
 
-    detail::backoff delay(impl.m_options.retry_min, impl.m_options.retry_max);
+    auto& db = impl.db();
     const bool server_waits = impl.m_strategy->waits_server_side();
+    // Threads of this process waiting for the same name queue here, so only one of them at a
+    // time asks the database (and holds a connection for it).
+    std::unique_lock<std::timed_mutex> turn;
+    std::shared_ptr<std::timed_mutex> gate;
+    if (deadline > std::chrono::steady_clock::now()) {
+        gate = db.local_gate(impl.m_name);
+        turn = std::unique_lock<std::timed_mutex>(*gate, std::defer_lock);
+        if (deadline == std::chrono::steady_clock::time_point::max())
+            turn.lock();
+        else if (!turn.try_lock_until(deadline))
+            return false;
+        if (!server_waits)
+            db.ensure_listener(); // PostgreSQL: releases wake us instead of the next poll
+    }
+
+    detail::backoff delay(impl.m_options.retry_min, impl.m_options.retry_max);
     for (;;) {
-        impl.db().count_acquire_attempt();
+        db.count_acquire_attempt();
+        const auto seen = db.wakeups().generation(impl.m_name);
         try {
-            if (auto g =
-                    impl.m_strategy->try_acquire(impl.db(), req, detail::wait_budget(deadline))) {
+            if (auto g = impl.m_strategy->try_acquire(db, req, detail::wait_budget(deadline))) {
                 auto hold = std::make_shared<detail::active_hold>();
                 hold->db = impl.m_db.impl();
                 hold->strategy = impl.m_strategy;
@@ -289,8 +305,9 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
             return false;
         if (server_waits)
             continue; // the server already waited; its wait ended before our deadline
+        // Sleep with jittered backoff, but wake at once when the lock may have become free.
         const auto pause = delay.next();
-        std::this_thread::sleep_until(deadline - now < pause ? deadline : now + pause);
+        db.wakeups().wait(impl.m_name, seen, deadline - now < pause ? deadline : now + pause);
     }
 }
 
@@ -334,8 +351,10 @@ void mutex::unlock() noexcept {
     }
     if (!failure.empty())
         impl.record_error(failure);
-    if (gone)
+    if (gone) {
         impl.drop(hold);
+        impl.db().wakeups().wake(impl.m_name); // local waiters retry at once
+    }
 }
 
 bool mutex::owns_lock() const noexcept {

@@ -6,6 +6,7 @@
 #include "core/statements.hpp"
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -86,6 +87,19 @@ public:
     /// False once the connection is known to be broken. Never blocks; where the backend
     /// allows it (PostgreSQL), it also notices a server that hung up while we were idle.
     virtual bool usable() const noexcept = 0;
+
+    /// Subscribes this session to notifications on `channel` (PostgreSQL LISTEN). Returns false
+    /// where the backend has no notifications (then the caller polls).
+    virtual bool listen(std::string_view channel) {
+        (void)channel;
+        return false;
+    }
+    /// After listen(): waits up to `timeout` for notifications and returns their payloads
+    /// (empty on timeout). Throws errc::connection when the connection broke.
+    virtual std::vector<std::string> wait_notifications(std::chrono::milliseconds timeout) {
+        (void)timeout;
+        return {};
+    }
 
     /// The server's id for this connection (PostgreSQL backend pid, MariaDB connection id), as
     /// pg_terminate_backend() / KILL take it; 0 where there is none (SQLite) or it is unknown.

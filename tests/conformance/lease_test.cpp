@@ -9,6 +9,8 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <signal.h>
+#include <sstream>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -266,6 +268,45 @@ TEST_SUITE("optimistic_version") {
             won += test::read_file(dir + "/out" + std::to_string(i)).starts_with("won") ? 1 : 0;
         }
         CHECK(won == 1);
+    }
+
+} // TEST_SUITE
+
+TEST_SUITE("lease") {
+
+    TEST_CASE(
+        "PostgreSQL: a release wakes a waiting process at once (LISTEN/NOTIFY, not polling)") {
+        if (test::backend().kind != sqlock::backend_kind::postgresql)
+            return; // MariaDB and SQLite waiters poll with jittered backoff (documented)
+        const auto name = unique_name("notify");
+        const auto dir = test::backend().scratch_dir + "/" + name;
+        std::filesystem::create_directories(dir);
+        mutex holder(db(), name, opts());
+        holder.lock();
+        // The waiter polls only every 5 s: a fast handoff can only come from the notification.
+        const pid_t waiter =
+            test::spawn({SQLOCK_CONTENDER_PATH, "hold", test::backend().url, name, "30000",
+                         std::string(sqlock::to_string(test::strategy())), dir},
+                        {"SQLOCK_CONTENDER_RETRY_MS=5000"});
+        auto user = db().impl()->checkout();
+        REQUIRE(test::eventually(
+            [&] {
+                const auto r = user->query("SELECT count(*) FROM pg_stat_activity WHERE query = "
+                                           "'LISTEN \"" +
+                                           db().table_prefix() + "release\"'");
+                return !r.rows.empty() && r.rows[0].at(0).value_or("0") != "0";
+            },
+            10s));
+        const auto released = std::chrono::steady_clock::now();
+        holder.unlock();
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(dir + "/acted"); }, 4s));
+        std::istringstream acted(test::read_file(dir + "/acted"));
+        std::int64_t first = 0;
+        acted >> first;
+        const auto gap = std::chrono::nanoseconds(first) - released.time_since_epoch();
+        CHECK(gap < 1s); // polling alone would take at least 5 s
+        kill(waiter, SIGTERM);
+        test::wait_exit(waiter);
     }
 
 } // TEST_SUITE

@@ -11,6 +11,7 @@
 // Gives up after 60 s with exit code 5.
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <fcntl.h>
 #include <iostream>
 #include <random>
@@ -33,6 +34,10 @@ void touch(const std::string& path, const std::string& content = {}) {
 int hold(char** argv) {
     auto db = sqlock::connect(argv[2]);
     sqlock::mutex_options o;
+    // Tests that must rule polling out make it very slow.
+    if (const char* retry = std::getenv("SQLOCK_CONTENDER_RETRY_MS")) {
+        o.retry_min = o.retry_max = std::chrono::milliseconds(std::stoll(retry));
+    }
     o.ttl = std::chrono::milliseconds(std::stoll(argv[4]));
     o.strategy = sqlock::parse_strategy(argv[5]);
     sqlock::mutex m(db, argv[3], o);

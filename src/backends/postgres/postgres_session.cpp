@@ -33,6 +33,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <poll.h>
 #include <pqxx/basic_connection>
 #include <pqxx/connection>
 #include <pqxx/except>
@@ -422,6 +423,48 @@ public:
             // The transaction state is unknown now: let the pool drop this connection.
             m_broken = true;
         }
+    }
+
+    bool listen(std::string_view channel) override {
+        require_usable();
+        run_simple("LISTEN " + quote_identifier(backend_kind::postgresql, channel), "LISTEN");
+        return true;
+    }
+
+    std::vector<std::string> wait_notifications(std::chrono::milliseconds timeout) override {
+        require_usable();
+        PGconn* const conn = m_pg;
+        std::vector<std::string> payloads;
+        auto collect = [&] {
+            while (PGnotify* n = PQnotifies(conn)) {
+                payloads.emplace_back(n->extra ? n->extra : "");
+                PQfreemem(n);
+            }
+        };
+        if (PQconsumeInput(conn) == 0) {
+            m_broken = true;
+            throw error(errc::connection,
+                        "postgresql: listener connection to " + m_url +
+                            " broke: " + PQerrorMessage(conn),
+                        backend_name);
+        }
+        collect();
+        if (!payloads.empty())
+            return payloads;
+        pollfd pfd{PQsocket(conn), POLLIN, 0};
+        const int ready =
+            ::poll(&pfd, 1, static_cast<int>(std::clamp<long long>(timeout.count(), 0, 60'000)));
+        if (ready > 0) {
+            if (PQconsumeInput(conn) == 0) {
+                m_broken = true;
+                throw error(errc::connection,
+                            "postgresql: listener connection to " + m_url +
+                                " broke: " + PQerrorMessage(conn),
+                            backend_name);
+            }
+            collect();
+        }
+        return payloads;
     }
 
     std::int64_t server_session_id() const noexcept override {
