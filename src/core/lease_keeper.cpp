@@ -173,6 +173,24 @@ void lease_keeper::watch_loop() {
             }
             if (now < deadline) {
                 next = std::min(next, deadline);
+                // select_for_update: notice a killed session promptly (a non-blocking check
+                // where the backend has one: PostgreSQL sees the server's goodbye on the
+                // socket). Skipped while the owner or the renewer is using the session.
+                std::shared_ptr<session> pinned;
+                {
+                    std::lock_guard state(h->state_mutex);
+                    pinned = h->current.pinned;
+                }
+                if (pinned) {
+                    next = std::min(next, now + std::min<std::chrono::milliseconds>(
+                                                    h->ttl / 10, std::chrono::milliseconds(200)));
+                    std::unique_lock op(h->op_mutex, std::try_to_lock);
+                    if (op && !pinned->usable()) {
+                        op.unlock();
+                        h->mark_lost(loss_reason::lost,
+                                     "lock \"" + h->name + "\": its database session ended");
+                    }
+                }
                 continue;
             }
             if (h->renew && unreachable) {

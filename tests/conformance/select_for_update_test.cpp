@@ -3,8 +3,11 @@
 #include "backend_fixture.hpp"
 #include "core/database_impl.hpp"
 
+#include <condition_variable>
 #include <doctest/doctest.h>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <signal.h>
 #include <sstream>
 #include <thread>
@@ -171,6 +174,36 @@ TEST_SUITE("select_for_update") {
             REQUIRE(test::row_of(name));
             CHECK(test::row_of(name)->owner.empty()); // released: no holder
         }
+    }
+
+} // TEST_SUITE
+
+TEST_SUITE("select_for_update") {
+
+    TEST_CASE("PostgreSQL: a killed session is noticed promptly, without renewal") {
+        if (test::backend().kind != sqlock::backend_kind::postgresql)
+            return; // MariaDB: noticed by the next renewal or operation; SQLite: no session
+        const auto name = unique_name("monitor");
+        auto options = opts(30s); // no renewal, a long lease: only the monitor can notice
+        std::mutex m;
+        std::condition_variable cv;
+        std::optional<sqlock::lock_lost_event> lost;
+        options.on_lost = [&](const sqlock::lock_lost_event& e) {
+            std::lock_guard lock(m);
+            lost = e;
+            cv.notify_all();
+        };
+        mutex a(db(), name, options);
+        a.lock();
+        const auto killed = std::chrono::steady_clock::now();
+        test::kill_session(db(), a.server_session_id());
+        std::unique_lock lock(m);
+        REQUIRE(cv.wait_for(lock, 5s, [&] { return lost.has_value(); }));
+        CHECK(std::chrono::steady_clock::now() - killed < 1s);
+        CHECK(lost->reason == sqlock::loss_reason::lost);
+        lock.unlock();
+        CHECK_FALSE(a.owns_lock());
+        a.unlock();
     }
 
 } // TEST_SUITE
