@@ -130,7 +130,7 @@ public:
 
     /// True while the calling thread holds this mutex and the grant is certainly still valid:
     /// false once it was found lost, and once the lease's local end (send time of the last
-    /// confirmed acquire or renewal + ttl - ttl/20, steady clock) has passed, before anyone
+    /// confirmed acquire or renewal + ttl - a margin of ttl/10 (25 ms to 1 s), steady clock) has passed, before anyone
     /// else can have been granted the lock.
     bool owns_lock() const noexcept;
     /// Why the calling thread's current grant was lost (loss_reason::none while it is fine or

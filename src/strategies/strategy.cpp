@@ -6,9 +6,12 @@ namespace sqlock::detail {
 
 std::chrono::steady_clock::time_point lease_end(std::chrono::steady_clock::time_point sent,
                                                 std::chrono::milliseconds ttl) {
-    // The database counts the TTL from when it ran the statement, which is after `sent`; the
-    // margin also covers clock-rate differences between this host and the server.
-    const auto margin = std::min<std::chrono::milliseconds>(ttl / 20, std::chrono::seconds(1));
+    // The database counts the TTL from when it ran the statement, which is after `sent`. The
+    // margin also absorbs clock-rate differences and the delay before the watchdog thread gets
+    // to run on a busy host: ttl/10, at least 25 ms, at most 1 s, never more than half the TTL.
+    using std::chrono::milliseconds;
+    const auto margin = std::min(
+        std::clamp<milliseconds>(ttl / 10, milliseconds(25), std::chrono::seconds(1)), ttl / 2);
     return sent + ttl - margin;
 }
 

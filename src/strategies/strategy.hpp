@@ -31,7 +31,7 @@ struct server_wait {
     static constexpr std::chrono::milliseconds forever{0}; ///< until granted
 };
 
-/// `sent` + ttl minus a margin of ttl/20 (at most 1 s): the local end of a lease.
+/// `sent` + ttl minus a safety margin (ttl/10, 25 ms to 1 s): the local end of a lease.
 std::chrono::steady_clock::time_point lease_end(std::chrono::steady_clock::time_point sent,
                                                 std::chrono::milliseconds ttl);
 
