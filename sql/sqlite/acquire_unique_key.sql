@@ -20,4 +20,4 @@ ON CONFLICT (name) DO UPDATE SET
     expires_at  = CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) + $3
 WHERE ($6 IS NULL AND l.expires_at <= CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER))
    OR (l.owner = $2 AND l.token = $6 AND l.expires_at > CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER))
-RETURNING token, hold_count, expires_at > CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
+RETURNING token, hold_count, expires_at > CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER), 0

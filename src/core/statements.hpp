@@ -25,7 +25,7 @@ namespace sqlock::detail {
 enum class statement : std::size_t {
     acquire_unique_key,   ///< $1 name $2 owner $3 ttl_ms $4 host $5 pid $6 held token|NULL
                           ///<   -> 0 or 1 row (token, hold_count, granted)
-    release_delete,       ///< $1 name $2 owner $3 token -> affected rows
+    release_lease,       ///< $1 name $2 owner $3 token -> affected rows
     release_decrement,    ///< $1 name $2 owner $3 token $4 current hold count -> affected rows
     inspect_lock,         ///< $1 name -> 0..1 row (owner, token, hold_count, expires_in_ms)
     list_locks,           ///< -> rows (name owner host pid strategy token hold_count
@@ -61,7 +61,7 @@ inline constexpr std::size_t statement_count = static_cast<std::size_t>(statemen
 /// File stem of each statement: sql/<backend>/<name>.sql.
 inline constexpr std::array<std::string_view, statement_count> statement_names = {
     "acquire_unique_key",
-    "release_delete",
+    "release_lease",
     "release_decrement",
     "inspect_lock",
     "list_locks",

@@ -3,7 +3,7 @@
 // Statements per operation (each one round trip, autocommit, one durable commit):
 //   acquire / take over expired / re-enter : acquire_unique_key (INSERT ... ON CONFLICT/ON
 //                                             DUPLICATE KEY ... RETURNING token)
-//   release (last hold)                    : release_delete    (DELETE ... owner AND token)
+//   release (last hold)                    : release_lease    (DELETE ... owner AND token)
 //   release (re-entrant hold)              : release_decrement (UPDATE hold_count - 1 ...)
 // Only when a reply is lost (connection error) one extra inspect_lock resolves the doubt by
 // reading the row by owner: an outcome is never guessed and never blindly retried.
@@ -70,7 +70,7 @@ public:
         const bool last = held.hold_count <= 1;
         std::uint64_t affected = 0;
         try {
-            affected = last ? db.run(statement::release_delete, {req.name, req.owner, held.token})
+            affected = last ? db.run(statement::release_lease, {req.name, req.owner, held.token})
                                   .affected_rows
                             : db.run(statement::release_decrement,
                                      {req.name, req.owner, held.token, held.hold_count})
@@ -95,17 +95,27 @@ public:
 private:
     static std::optional<grant> acquire_statement(database_impl& db, const lock_request& req,
                                                   param held_token) {
-        const auto sent = std::chrono::steady_clock::now();
         const auto& me = this_process();
-        const auto res = db.run(statement::acquire_unique_key,
-                                {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
-                                 std::string_view(me.host), me.pid, held_token});
-        if (res.rows.empty())
-            return std::nullopt;
-        const auto& r = res.rows.front();
-        if (column_int(r.at(2)) != 1)
-            return std::nullopt; // row returned but not granted (MySQL)
-        return grant{column_int(r.at(0)), column_int(r.at(1)), lease_end(sent, req.ttl), {}};
+        // Twice at most: a backend whose INSERT branch only creates a free row (MariaDB, so
+        // that tokens are drawn under the row lock) says so in the 4th column; the repeat
+        // then takes that row.
+        for (int attempt = 0;; ++attempt) {
+            const auto sent = std::chrono::steady_clock::now();
+            const auto res =
+                db.run(statement::acquire_unique_key,
+                       {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
+                        std::string_view(me.host), me.pid, held_token});
+            if (res.rows.empty())
+                return std::nullopt;
+            const auto& r = res.rows.front();
+            if (column_int(r.at(2)) == 1)
+                return grant{
+                    column_int(r.at(0)), column_int(r.at(1)), lease_end(sent, req.ttl), {}};
+            const bool created_free_row = column_int(r.at(3)) == 1;
+            if (!created_free_row || attempt > 0 ||
+                !std::holds_alternative<std::nullptr_t>(held_token))
+                return std::nullopt; // held by someone else (or a re-entry that found no row)
+        }
     }
 };
 
