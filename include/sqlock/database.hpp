@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,10 @@ struct connect_options {
     std::chrono::milliseconds io_timeout = std::chrono::seconds(30);
     /// Most connections kept open at once; further users wait for one (bounded by connect_timeout).
     std::size_t pool_size = 8;
+    /// connect() fails with errc::schema_mismatch when the database's lock tables are newer
+    /// than this library. Older ones (or none) are reported when a lock is first taken, so
+    /// that connect() + migrate() works on a fresh database.
+    bool check_schema = true;
 };
 
 /// One row of the lock table, as reported by the database. Times are the database's clock.
@@ -48,7 +53,43 @@ struct lock_info {
     std::string expires_at;  ///< UTC, same format
     /// expires_at minus the database's current time; negative once expired.
     std::chrono::milliseconds expires_in{0};
+    /// How long the current holder has held it (database clock).
+    std::chrono::milliseconds held_for{0};
     bool expired() const noexcept { return expires_in.count() <= 0; }
+    /// Held right now: a live lease, or a select_for_update row locked by a session.
+    bool held() const noexcept {
+        return strategy == "select_for_update" ? !owner.empty() : !owner.empty() && !expired();
+    }
+};
+
+/// What reap() does (see database::reap).
+struct reap_options {
+    std::size_t batch = 1000;                ///< rows deleted per statement (>= 1)
+    std::chrono::milliseconds older_than{0}; ///< grace: only rows expired at least this long
+    bool dry_run = false;                    ///< count what would be deleted, delete nothing
+};
+
+struct reap_result {
+    std::size_t deleted = 0; ///< rows deleted (0 in a dry run)
+    std::size_t batches = 0; ///< statements sent
+    std::size_t expired = 0; ///< dry run: rows that would be deleted
+};
+
+/// What database::force_release() did.
+struct force_release_result {
+    bool released = false;      ///< false: no such lock row, or nothing to release
+    std::string strategy;       ///< of the row
+    std::string previous_owner; ///< "" when it was free
+    std::int64_t previous_token = 0;
+    std::int64_t new_token = 0;     ///< lease strategies: the token moved past the old holder's
+    std::size_t sessions_ended = 0; ///< select_for_update (PostgreSQL): holder sessions ended
+};
+
+/// One migration and whether it is applied.
+struct migration_state {
+    int version = 0;
+    std::string name;
+    bool applied = false;
 };
 
 /// A handle to one lock database: a small pool of connections plus the SQL for its backend.
@@ -89,6 +130,24 @@ public:
     /// Deletes expired rows (by the database clock) in batches of `batch` rows; returns how
     /// many were deleted.
     std::size_t reap(std::size_t batch = 1000);
+    /// The same with options: each batch is one short statement (no long table lock); only
+    /// rows expired for longer than `older_than` by the database clock are deleted, checked
+    /// again under the row lock, so a lease renewed meanwhile survives. Several reapers (hosts)
+    /// may run at once. select_for_update rows never expire and are never reaped.
+    reap_result reap(const reap_options& options);
+
+    /// The row of lock `name`, if there is one.
+    std::optional<lock_info> find(std::string_view name);
+
+    /// Break-glass release for operators. Lease strategies: the row becomes free and its token
+    /// moves forward, so the old holder's renewals, releases and fenced writes fail from now on.
+    /// select_for_update on PostgreSQL: the holder's session is ended. The action is recorded
+    /// with `actor` in the <prefix>audit table. Throws errc::unsupported for select_for_update
+    /// on MariaDB/SQLite (the holder cannot be identified there).
+    force_release_result force_release(std::string_view name, std::string_view actor);
+
+    /// Every migration this library knows for the backend, and whether it is applied.
+    std::vector<migration_state> migration_status();
 
     /// Implementation access for sqlock's own components.
     const std::shared_ptr<detail::database_impl>& impl() const noexcept { return m_impl; }

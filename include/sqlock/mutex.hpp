@@ -130,8 +130,8 @@ public:
 
     /// True while the calling thread holds this mutex and the grant is certainly still valid:
     /// false once it was found lost, and once the lease's local end (send time of the last
-    /// confirmed acquire or renewal + ttl - a margin of ttl/10 (25 ms to 1 s), steady clock) has passed, before anyone
-    /// else can have been granted the lock.
+    /// confirmed acquire or renewal + ttl - a margin of ttl/10 (25 ms to 1 s), steady clock) has
+    /// passed, before anyone else can have been granted the lock.
     bool owns_lock() const noexcept;
     /// Why the calling thread's current grant was lost (loss_reason::none while it is fine or
     /// when nothing is held).
@@ -153,6 +153,11 @@ public:
     /// calling thread (PostgreSQL backend pid, MariaDB connection id) — what an operator
     /// passes to pg_terminate_backend() or KILL. 0 when not held or not applicable.
     std::int64_t server_session_id() const noexcept;
+    /// How this mutex's most recent grant ended, for any thread: loss_reason::none when it was
+    /// released normally; lost / unknown when it was lost while held or when its release
+    /// found it gone. Lets a caller learn, after unlock(), that its critical section may have
+    /// overlapped another holder.
+    loss_reason last_loss() const noexcept;
     /// Message of the last failure unlock() swallowed ("" when none).
     std::string last_error() const;
 

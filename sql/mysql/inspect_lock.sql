@@ -1,3 +1,3 @@
 SELECT owner, token, hold_count,
-       FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000)
+       FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000), strategy
 FROM {locks} WHERE name = $1

@@ -1,3 +1,4 @@
 SELECT owner, token, hold_count,
-       CAST(floor(EXTRACT(EPOCH FROM (expires_at - statement_timestamp())) * 1000) AS bigint)
+       CAST(floor(EXTRACT(EPOCH FROM (expires_at - statement_timestamp())) * 1000) AS bigint),
+       strategy
 FROM {locks} WHERE name = $1::text

@@ -13,7 +13,10 @@ SELECT l.name,
        to_char(CASE WHEN a.pid IS NULL THEN l.acquired_at ELSE a.xact_start END
                AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'),
        to_char(l.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'),
-       CAST(floor(EXTRACT(EPOCH FROM (l.expires_at - statement_timestamp())) * 1000) AS bigint)
+       CAST(floor(EXTRACT(EPOCH FROM (l.expires_at - statement_timestamp())) * 1000) AS bigint),
+       CAST(floor(EXTRACT(EPOCH FROM (statement_timestamp() -
+                  CASE WHEN a.pid IS NULL THEN l.acquired_at ELSE a.xact_start END)) * 1000)
+            AS bigint)
 FROM {locks} AS l
 LEFT JOIN pg_stat_activity AS a
        ON l.strategy = 'select_for_update' AND a.backend_xid = l.xmax

@@ -82,7 +82,7 @@ database_impl::database_impl(connection_config config, const connect_options& op
     const auto& prefix = m_options.table_prefix;
     for (const char* table :
          {"locks", "token_seq", "token_counter", "migrations", "locks_expires_idx",
-          "locks_token_on_insert", "holds", "locks_token_on_update"}) {
+          "locks_token_on_insert", "holds", "audit", "locks_token_on_update"}) {
         m_identifiers.emplace_back(table, quote_identifier(m_config.kind, prefix + table));
     }
     m_locks_table = prefix + "locks";
@@ -346,9 +346,24 @@ const std::string& database::table_prefix() const noexcept {
 
 database connect(std::string_view url, const connect_options& options) {
     auto impl = std::make_shared<detail::database_impl>(detail::parse_url(url), options);
-    // Connect once now, so a wrong password or an unreachable server is reported here.
-    impl->checkout();
-    return database(std::move(impl));
+    // Connect once now, so a wrong password or an unreachable server is reported here, and
+    // refuse lock tables newer than this library (older ones are reported at the first lock,
+    // so that connect() followed by migrate() works).
+    database db(std::move(impl));
+    if (options.check_schema) {
+        const int version = db.schema_version();
+        const int expected = database::expected_schema_version(db.backend());
+        if (version > expected)
+            throw error(errc::schema_mismatch,
+                        "the sqlock tables in " + db.url() + " are at schema version " +
+                            std::to_string(version) + ", newer than this library's " +
+                            std::to_string(expected) + ": upgrade sqlock",
+                        std::string(to_string(db.backend())));
+        db.impl()->note_schema_version(version);
+    } else {
+        db.impl()->checkout();
+    }
+    return db;
 }
 
 namespace {
@@ -403,6 +418,7 @@ void database::migrate() {
             throw;
         }
         s->execute(statement::migrate_unlock, {key});
+        m_impl->note_schema_version(expected_schema_version(backend()));
     } catch (const error& e) {
         throw error(e.code(), "migrating " + m_impl->config().redacted_url + " failed: " + e.what(),
                     e.backend(), e.native_code(), e.sqlstate());
@@ -439,7 +455,7 @@ std::string detail::database_impl::migration_script() const {
 
 int database::expected_schema_version(backend_kind kind) {
     (void)kind; // every backend has the same migration versions (a unit test checks)
-    return 2;
+    return 3;
 }
 
 std::string database::fencing_condition(std::string_view name_placeholder,
@@ -484,22 +500,139 @@ std::vector<lock_info> database::list() {
         info.acquired_at = r.at(7).value_or("");
         info.expires_at = r.at(8).value_or("");
         info.expires_in = std::chrono::milliseconds(detail::column_int(r.at(9)));
+        info.held_for = info.owner.empty()
+                            ? std::chrono::milliseconds(0)
+                            : std::chrono::milliseconds(detail::column_int(r.at(10)));
         out.push_back(std::move(info));
     }
     return out;
 }
 
-std::size_t database::reap(std::size_t batch) {
-    if (batch == 0)
-        throw error(errc::invalid_argument, "reap batch size must be at least 1");
-    std::size_t total = 0;
-    for (;;) {
-        const auto res =
-            m_impl->run(detail::statement::reap_expired, {static_cast<std::int64_t>(batch)});
-        total += res.affected_rows;
-        if (res.affected_rows < batch)
-            return total;
+void detail::database_impl::require_schema() {
+    const int expected = database::expected_schema_version(kind());
+    const int seen = m_schema_version.load();
+    if (seen < 0 || seen == expected)
+        return; // not checked (check_schema off), or current
+    int version = 0;
+    try {
+        auto s = checkout();
+        const auto versions = applied_versions(*s);
+        version = versions.empty() ? 0 : versions.back();
+    } catch (const error& e) {
+        if (e.code() != errc::schema_missing)
+            throw;
     }
+    note_schema_version(version);
+    if (version == expected)
+        return;
+    const std::string backend_name(to_string(kind()));
+    if (version == 0)
+        throw error(errc::schema_missing,
+                    "lock table \"" + m_locks_table + "\" is missing in " + m_config.redacted_url +
+                        ": run \"sqlock migrate\"",
+                    backend_name);
+    throw error(errc::schema_mismatch,
+                "the sqlock tables in " + m_config.redacted_url + " are at schema version " +
+                    std::to_string(version) + (version < expected ? ", older" : ", newer") +
+                    " than this library's " + std::to_string(expected) +
+                    (version < expected ? ": run \"sqlock migrate\"" : ": upgrade sqlock"),
+                backend_name);
+}
+
+std::size_t database::reap(std::size_t batch) {
+    reap_options options;
+    options.batch = batch;
+    return reap(options).deleted;
+}
+
+reap_result database::reap(const reap_options& options) {
+    if (options.batch == 0)
+        throw error(errc::invalid_argument, "reap batch size must be at least 1");
+    if (options.older_than.count() < 0)
+        throw error(errc::invalid_argument, "reap grace (older_than) must not be negative");
+    const auto grace = static_cast<std::int64_t>(options.older_than.count());
+    reap_result out;
+    if (options.dry_run) {
+        const auto res = m_impl->run(detail::statement::count_expired, {grace});
+        out.expired = static_cast<std::size_t>(detail::column_int(res.rows.at(0).at(0)));
+        out.batches = 1;
+        return out;
+    }
+    const auto batch = static_cast<std::int64_t>(std::min<std::size_t>(options.batch, 1'000'000));
+    for (;;) {
+        const auto res = m_impl->run(detail::statement::reap_expired, {batch, grace});
+        ++out.batches;
+        out.deleted += res.affected_rows;
+        if (res.affected_rows < static_cast<std::uint64_t>(batch))
+            return out;
+    }
+}
+
+std::optional<lock_info> database::find(std::string_view name) {
+    for (auto& info : list())
+        if (info.name == name)
+            return info;
+    return std::nullopt;
+}
+
+force_release_result database::force_release(std::string_view name, std::string_view actor) {
+    using detail::statement;
+    force_release_result out;
+    auto s = m_impl->checkout();
+    try {
+        const auto before = s->execute(statement::inspect_lock, {name});
+        if (before.rows.empty())
+            return out;
+        out.previous_owner = before.rows[0].at(0).value_or("");
+        out.previous_token = detail::column_int(before.rows[0].at(1));
+        out.strategy = before.rows[0].at(4).value_or("");
+        if (out.strategy == "select_for_update") {
+            if (backend() != backend_kind::postgresql)
+                throw error(errc::unsupported,
+                            "cannot force-release select_for_update lock \"" + std::string(name) +
+                                "\" on " + std::string(to_string(backend())) +
+                                ": the server does not say which session holds it; end the "
+                                "holder process (or KILL its mutex::server_session_id())");
+            const auto ended = s->execute(statement::fu_terminate_holder, {name});
+            out.sessions_ended = ended.rows.size();
+            out.released = out.sessions_ended > 0;
+            s->execute(statement::audit_record, {std::string_view("force_release"), name, actor,
+                                                 std::string_view(out.previous_owner),
+                                                 out.previous_token, out.previous_token});
+            return out;
+        }
+        s->begin();
+        s->execute(statement::force_release, {name});
+        const auto after = s->execute(statement::inspect_lock, {name});
+        out.new_token = after.rows.empty() ? 0 : detail::column_int(after.rows[0].at(1));
+        s->execute(statement::audit_record,
+                   {std::string_view("force_release"), name, actor,
+                    std::string_view(out.previous_owner), out.previous_token, out.new_token});
+        s->commit();
+        out.released = true;
+        // Waiters polling this name in this process can go at once.
+        m_impl->wakeups().wake(std::string(name));
+        return out;
+    } catch (const error& e) {
+        s->rollback();
+        m_impl->rethrow_with_context(e);
+    }
+}
+
+std::vector<migration_state> database::migration_status() {
+    std::vector<int> applied;
+    try {
+        auto s = m_impl->checkout();
+        applied = applied_versions(*s);
+    } catch (const error& e) {
+        if (e.code() != errc::schema_missing)
+            throw;
+    }
+    std::vector<migration_state> out;
+    for (const auto& m : m_impl->migrations())
+        out.push_back({m.version, m.name,
+                       std::find(applied.begin(), applied.end(), m.version) != applied.end()});
+    return out;
 }
 
 } // namespace sqlock

@@ -107,6 +107,13 @@ public:
     std::string lock_file_for(std::string_view lock_name) const;
 
     wake_hub& wakeups() noexcept { return m_wakeups; }
+
+    /// Remembers the schema version last seen.
+    void note_schema_version(int version) noexcept { m_schema_version = version; }
+    /// Before taking a lock: throws errc::schema_missing / schema_mismatch with "run sqlock
+    /// migrate" when the tables are older than this library (re-reading the version while
+    /// they are, so a migration run elsewhere meanwhile is noticed).
+    void require_schema();
     /// Starts the release listener once (PostgreSQL only; a no-op elsewhere). Never throws: a
     /// listener that cannot connect leaves waiters on their polling fallback.
     void ensure_listener() noexcept;
@@ -140,6 +147,7 @@ private:
     std::vector<std::unique_ptr<session>> m_idle_holders; ///< lock sessions not holding now
     std::atomic<std::uint64_t> m_statements_sent{0};
     std::atomic<std::uint64_t> m_acquire_attempts{0};
+    std::atomic<int> m_schema_version{-1}; ///< -1: not checked (check_schema off)
 
     void listen_loop();
     wake_hub m_wakeups;

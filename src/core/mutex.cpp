@@ -176,6 +176,7 @@ public:
     mutable std::mutex m_state_mutex; ///< guards m_held and m_last_error
     std::shared_ptr<active_hold> m_held;
     std::string m_last_error;
+    loss_reason m_last_loss = loss_reason::none;
 };
 
 } // namespace detail
@@ -254,6 +255,7 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
     }
 
     auto& db = impl.db();
+    db.require_schema(); // a clear "run sqlock migrate" instead of a failing statement
     const bool server_waits = impl.m_strategy->waits_server_side();
     // Threads of this process waiting for the same name queue here, so only one of them at a
     // time asks the database (and holds a connection for it).
@@ -321,6 +323,11 @@ void mutex::unlock() noexcept {
     }
     std::string failure;
     bool gone = false;
+    loss_reason loss = loss_reason::none;
+    {
+        std::lock_guard state(hold->state_mutex);
+        loss = hold->reason; // already known lost (by the lease keeper)?
+    }
     try {
         std::lock_guard op(hold->op_mutex);
         detail::grant held;
@@ -337,9 +344,11 @@ void mutex::unlock() noexcept {
             }
         } catch (const error& e) {
             failure = e.what();
-            if (e.code() == errc::lock_lost)
+            if (e.code() == errc::lock_lost) {
                 gone = true; // nothing left to release later
-            else if (!gone) {
+                if (loss == loss_reason::none)
+                    loss = loss_reason::lost;
+            } else if (!gone) {
                 std::lock_guard state(hold->state_mutex);
                 --hold->current.hold_count;
             }
@@ -352,6 +361,10 @@ void mutex::unlock() noexcept {
     if (!failure.empty())
         impl.record_error(failure);
     if (gone) {
+        {
+            std::lock_guard lock(impl.m_state_mutex);
+            impl.m_last_loss = loss;
+        }
         impl.drop(hold);
         impl.db().wakeups().wake(impl.m_name); // local waiters retry at once
     }
@@ -410,6 +423,11 @@ const std::string& mutex::name() const noexcept {
 
 std::string mutex::owner_id() const {
     return detail::owner_id(m_impl->m_handle);
+}
+
+loss_reason mutex::last_loss() const noexcept {
+    std::lock_guard lock(m_impl->m_state_mutex);
+    return m_impl->m_last_loss;
 }
 
 std::string mutex::last_error() const {

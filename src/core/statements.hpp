@@ -23,14 +23,14 @@
 namespace sqlock::detail {
 
 enum class statement : std::size_t {
-    acquire_unique_key,   ///< $1 name $2 owner $3 ttl_ms $4 host $5 pid $6 held token|NULL
-                          ///<   -> 0 or 1 row (token, hold_count, granted)
-    release_lease,       ///< $1 name $2 owner $3 token -> affected rows
-    release_decrement,    ///< $1 name $2 owner $3 token $4 current hold count -> affected rows
-    inspect_lock,         ///< $1 name -> 0..1 row (owner, token, hold_count, expires_in_ms)
-    list_locks,           ///< -> rows (name owner host pid strategy token hold_count
-                          ///<          acquired_at expires_at expires_in_ms)
-    reap_expired,         ///< $1 batch -> affected rows
+    acquire_unique_key, ///< $1 name $2 owner $3 ttl_ms $4 host $5 pid $6 held token|NULL
+                        ///<   -> 0 or 1 row (token, hold_count, granted)
+    release_lease,      ///< $1 name $2 owner $3 token -> affected rows
+    release_decrement,  ///< $1 name $2 owner $3 token $4 current hold count -> affected rows
+    inspect_lock,       ///< $1 name -> 0..1 row (owner, token, hold_count, expires_in_ms, strategy)
+    list_locks,         ///< -> rows (name owner host pid strategy token hold_count
+                        ///<          acquired_at expires_at expires_in_ms held_for_ms)
+    reap_expired,       ///< $1 batch $2 grace_ms -> affected rows
     migrations_bootstrap, ///< DDL: create the schema-version table if missing
     migrations_applied,   ///< -> rows (version)
     migration_record,     ///< $1 version $2 name -> affected rows
@@ -53,6 +53,11 @@ enum class statement : std::size_t {
     ov_reenter,  ///< $1 name $2 owner $3 ttl_ms $4 token -> (token) | read-back
     ov_release,  ///< $1 name $2 owner $3 token -> affected rows (the row always changes)
     renew_lease, ///< $1 name $2 owner $3 ttl_ms $4 token -> (token) | read-back (inspect_lock)
+    // operations
+    count_expired,       ///< $1 grace_ms -> 1 row (count)
+    force_release,       ///< $1 name -> affected rows (lease rows only; token moves forward)
+    fu_terminate_holder, ///< $1 name -> rows (sessions ended; PostgreSQL only)
+    audit_record,        ///< $1 action $2 name $3 actor $4 old owner $5 old token $6 new token
     count_
 };
 
@@ -85,6 +90,10 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "ov_reenter",
     "ov_release",
     "renew_lease",
+    "count_expired",
+    "force_release",
+    "fu_terminate_holder",
+    "audit_record",
 };
 
 // A statement added to the enum without a file name here would silently get an empty name.

@@ -138,7 +138,7 @@ void backdate(sqlock::database& database, const std::string& name, std::chrono::
 }
 
 pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
-            const std::string& stdout_file) {
+            const std::string& stdout_file, const std::string& stderr_file) {
     std::vector<char*> args;
     for (const auto& a : argv)
         args.push_back(const_cast<char*>(a.c_str()));
@@ -161,6 +161,11 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
             const int fd = open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
             if (fd >= 0)
                 dup2(fd, 1);
+        }
+        if (!stderr_file.empty()) {
+            const int fd = open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd >= 0)
+                dup2(fd, 2);
         }
         execve(args[0], args.data(), env.data());
         _exit(127);

@@ -47,7 +47,7 @@ void exec_sql(sqlock::database& database, const std::string& sql);
 /// Spawns argv[0] (a path) with `extra_env` added; returns the pid. The child gets its own
 /// process group so a test can kill it together with its children.
 pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {},
-            const std::string& stdout_file = {});
+            const std::string& stdout_file = {}, const std::string& stderr_file = {});
 /// Waits for the child; returns its exit status (128+N when killed by signal N).
 int wait_exit(pid_t pid);
 

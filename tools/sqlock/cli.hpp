@@ -16,6 +16,7 @@ enum exit_code : int {
     exit_software = 70,    ///< EX_SOFTWARE: any other sqlock or database error
     exit_timeout = 75,     ///< EX_TEMPFAIL: the lock was not granted within --wait
     exit_lock_lost = 76,   ///< EX_PROTOCOL: run: the lock was lost while the command ran
+    exit_not_found = 1,    ///< release --force: nothing to release
     exit_config = 78,      ///< EX_CONFIG: lock tables missing or mismatched: run sqlock migrate
 };
 

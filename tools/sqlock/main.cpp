@@ -1,18 +1,22 @@
 // sqlock — command-line tool: migrate, run a command under a lock, list locks.
 #include "cli.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <poll.h>
 #include <sqlock/sqlock.hpp>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,9 +32,11 @@ constexpr const char* main_help =
 usage: sqlock [--url URL] COMMAND [OPTIONS]
 
 commands:
-  migrate   create or upgrade the lock tables (--print: only print the DDL)
+  migrate   create or upgrade the lock tables (--print: the DDL; --status: versions)
   run       run a command while holding a lock (flock(1) for a fleet)
-  list      show the current lock rows
+  status    who holds what, since when, until when (also: list; --json, --prometheus)
+  reap      delete expired lock rows in small batches (for cron / systemd timers)
+  release   break-glass: release someone else's lock (--force)
 
 global options (before or after COMMAND):
   --url URL            database URL; default: $SQLOCK_URL
@@ -41,18 +47,19 @@ global options (before or after COMMAND):
   -h, --help           help for sqlock or for COMMAND
   --version            print the version
 
-exit codes: 0 ok; 64 bad usage; 69 database unreachable or login failed; 70 other error;
-            75 lock not granted within --wait; 76 lock lost while the command ran;
-            78 lock tables missing (run sqlock migrate).
+exit codes: 0 ok; 1 release: nothing to release; 64 bad usage; 69 database unreachable or
+            login failed; 70 other error; 75 lock not granted within --wait; 76 lock lost
+            while the command ran; 78 lock tables missing or of another version (migrate).
             `sqlock run` otherwise exits with the command's status (128+N if killed by signal N).
 durations: 500ms, 30s, 10m, 2h, 1d, or a bare number of seconds.
 )";
 
-constexpr const char* migrate_help = R"(usage: sqlock [--url URL] migrate [--print]
+constexpr const char* migrate_help = R"(usage: sqlock [--url URL] migrate [--print | --status]
 
 Creates or upgrades sqlock's tables in the database. Idempotent; safe when several hosts run it
 at once. With --print, writes the DDL for the URL's backend to stdout instead (nothing is
-applied; the database is not contacted), for a DBA's own migration tool.
+applied; the database is not contacted), for a DBA's own migration tool. With --status, lists
+each migration as applied or pending.
 )";
 
 constexpr const char* run_help =
@@ -74,12 +81,47 @@ $SQLOCK_NAME), releases the lock when CMD exits, and exits with CMD's status.
 SIGINT, SIGTERM and SIGHUP are passed on to CMD.
 )";
 
-constexpr const char* list_help = R"(usage: sqlock [--url URL] list [--json]
+constexpr const char* list_help =
+    R"(usage: sqlock [--url URL] status [--json | --prometheus] [--expired] [--name GLOB]
+       sqlock [--url URL] list   (the same, without the summary line)
 
-Lists the lock rows: name, fencing token, hold count, strategy, holder (host:pid) and time
-until expiry by the database clock. --json writes one JSON array of objects with the fields
-name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at (UTC,
-"YYYY-MM-DD HH:MM:SS.ffffff"), expires_in_ms and expired.
+For every lock row: name, fencing token, hold count, strategy, holder (host:pid), how long it
+has been held, and when its lease ends (relative and absolute UTC, by the database clock).
+select_for_update holders are shown where the server tells (PostgreSQL).
+  --expired     only leases that have expired (what `sqlock reap` would delete)
+  --name GLOB   only names matching a shell pattern ("reports:*")
+  --json        one JSON array; each object has exactly these fields:
+                name, owner, host, pid, strategy, token, hold_count, held (bool),
+                acquired_at, held_for_ms, expires_at, expires_in_ms, expired (bool).
+                Times are UTC "YYYY-MM-DD HH:MM:SS.ffffff"; *_ms are integers.
+  --prometheus  the Prometheus text format, for node_exporter's textfile collector:
+                sqlock_locks_held{strategy}, sqlock_locks_expired,
+                sqlock_oldest_lock_age_seconds, sqlock_lock_rows
+)";
+
+constexpr const char* reap_help =
+    R"(usage: sqlock [--url URL] reap [--dry-run] [--older-than D] [--batch N] [--json]
+
+Deletes expired lock rows (by the database clock) in batches of N (default 1000), each batch
+one short statement: never a long table lock, never a live lease (the expiry is checked again
+under the row lock, so a renewal racing the reaper wins). Safe on several hosts at once.
+  --older-than D  grace: only rows expired for at least D (default 0)
+  --dry-run       count what would be deleted; delete nothing
+  --json          {"deleted", "expired", "batches", "dry_run", "older_than_ms", "batch",
+                   "elapsed_ms"}: integers, except dry_run (bool); "expired" is the dry-run count
+Exit 0 when done; 69/70/78 on errors (see sqlock --help).
+)";
+
+constexpr const char* release_help =
+    R"(usage: sqlock [--url URL] release NAME --force [--actor WHO] [--json]
+
+Break-glass for operators. Lease strategies: the row is freed and its fencing token moved
+forward, so the old holder's renewals, releases and fenced writes fail from now on (it gets
+its lost signal). select_for_update on PostgreSQL: the holder's session is ended. Recorded in
+the <prefix>audit table with WHO (default: $USER@host). Exit 1 when there was nothing to
+release.
+  --json   {"name", "released", "strategy", "previous_owner", "previous_token", "new_token",
+            "sessions_ended", "actor"}
 )";
 
 struct usage_error : std::runtime_error {
@@ -144,18 +186,41 @@ sqlock::database open(const options& o) {
 
 int cmd_migrate(const options& o) {
     bool print = false;
+    bool status = false;
     for (const auto& a : o.args) {
         if (a == "--print")
             print = true;
+        else if (a == "--status")
+            status = true;
         else
             throw usage_error("migrate: unknown option " + a);
+    }
+    if (status) {
+        auto connect = o.connect;
+        connect.check_schema = false; // reporting versions is the point
+        if (o.url.empty())
+            throw usage_error("no database: pass --url URL or set SQLOCK_URL");
+        auto db = sqlock::connect(o.url, connect);
+        int pending = 0;
+        for (const auto& m : db.migration_status()) {
+            std::cout << (m.applied ? "applied  " : "pending  ") << m.name << "\n";
+            pending += m.applied ? 0 : 1;
+        }
+        std::cout << "schema version " << db.schema_version() << ", this sqlock expects "
+                  << sqlock::database::expected_schema_version(db.backend()) << " (" << pending
+                  << " pending) in " << db.url() << "\n";
+        return exit_ok;
     }
     if (print) {
         // Build the DDL without connecting: a DBA may not have access yet.
         std::cout << sqlock::migration_script_for(o.url, o.connect);
         return exit_ok;
     }
-    auto db = open(o);
+    auto connect = o.connect;
+    connect.check_schema = false; // migrate is how an old schema gets current
+    if (o.url.empty())
+        throw usage_error("no database: pass --url URL or set SQLOCK_URL");
+    auto db = sqlock::connect(o.url, connect);
     const int before = db.schema_version();
     db.migrate();
     const int after = db.schema_version();
@@ -258,7 +323,19 @@ int cmd_run(const options& o) {
                                               : m.try_lock_for(*wait);
     if (!granted) {
         std::cerr << "sqlock: lock \"" << name << "\" not granted within " << wait->count()
-                  << " ms\n";
+                  << " ms";
+        try {
+            if (const auto holder = db.find(name); holder && holder->held()) {
+                std::cerr << ": held by " << holder->host << ":" << holder->pid << " (owner "
+                          << holder->owner << ", token " << holder->token;
+                if (holder->strategy != "select_for_update")
+                    std::cerr << ", lease ends in " << holder->expires_in.count() << " ms";
+                std::cerr << ")";
+            }
+        } catch (const std::exception&) {
+            // Who holds it is a courtesy; the timeout is the answer.
+        }
+        std::cerr << "\n";
         return exit_timeout;
     }
 
@@ -337,10 +414,17 @@ int cmd_run(const options& o) {
     }
     g_child = 0;
     m.unlock();
+    if (!lost && m.last_loss() != sqlock::loss_reason::none) {
+        // Found only at release (say, force-released by an operator): the command may have
+        // run without the lock for a while.
+        lost = true;
+        std::lock_guard guard(lost_mutex);
+        lost_message = std::string(sqlock::to_string(m.last_loss())) + ": " + m.last_error();
+    }
     if (lost) {
         std::lock_guard guard(lost_mutex);
         std::cerr << "sqlock: lock \"" << name << "\" was lost while the command ran ("
-                  << lost_message << "); the command was stopped\n";
+                  << lost_message << ")\n";
         return exit_lock_lost;
     }
     if (const auto failure = m.last_error(); !failure.empty())
@@ -348,47 +432,113 @@ int cmd_run(const options& o) {
     return status < 0 ? exit_software : status_of(status);
 }
 
-int cmd_list(const options& o) {
+std::string lock_json(const sqlock::lock_info& l) {
+    std::ostringstream out;
+    out << "{\"name\": " << json_quote(l.name) << ", \"owner\": " << json_quote(l.owner)
+        << ", \"host\": " << json_quote(l.host) << ", \"pid\": " << l.pid
+        << ", \"strategy\": " << json_quote(l.strategy) << ", \"token\": " << l.token
+        << ", \"hold_count\": " << l.hold_count << ", \"held\": " << (l.held() ? "true" : "false")
+        << ", \"acquired_at\": " << json_quote(l.acquired_at)
+        << ", \"held_for_ms\": " << l.held_for.count()
+        << ", \"expires_at\": " << json_quote(l.expires_at)
+        << ", \"expires_in_ms\": " << l.expires_in.count()
+        << ", \"expired\": " << (l.expired() ? "true" : "false") << "}";
+    return out.str();
+}
+
+void print_prometheus(const std::vector<sqlock::lock_info>& locks) {
+    std::map<std::string, int> held;
+    for (const char* s : {"unique_key", "select_for_update", "optimistic_version"})
+        held[s] = 0;
+    int expired = 0;
+    double oldest = 0;
+    for (const auto& l : locks) {
+        if (l.held()) {
+            ++held[l.strategy];
+            oldest = std::max(oldest, static_cast<double>(l.held_for.count()) / 1000.0);
+        } else if (l.strategy != "select_for_update" && l.expired()) {
+            ++expired;
+        }
+    }
+    std::cout << "# HELP sqlock_locks_held Locks held right now, by strategy.\n"
+              << "# TYPE sqlock_locks_held gauge\n";
+    for (const auto& [strategy, n] : held)
+        std::cout << "sqlock_locks_held{strategy=\"" << strategy << "\"} " << n << "\n";
+    std::cout << "# HELP sqlock_locks_expired Expired lock rows waiting for the reaper.\n"
+              << "# TYPE sqlock_locks_expired gauge\n"
+              << "sqlock_locks_expired " << expired << "\n"
+              << "# HELP sqlock_oldest_lock_age_seconds How long the longest-held lock has been "
+                 "held (0 when none is).\n"
+              << "# TYPE sqlock_oldest_lock_age_seconds gauge\n"
+              << "sqlock_oldest_lock_age_seconds " << oldest << "\n"
+              << "# HELP sqlock_lock_rows Rows in the lock table.\n"
+              << "# TYPE sqlock_lock_rows gauge\n"
+              << "sqlock_lock_rows " << locks.size() << "\n";
+}
+
+int cmd_status(const options& o) {
     bool json = false;
-    for (const auto& a : o.args) {
+    bool prometheus = false;
+    bool only_expired = false;
+    std::string glob;
+    for (std::size_t i = 0; i < o.args.size(); ++i) {
+        const auto& a = o.args[i];
         if (a == "--json")
             json = true;
+        else if (a == "--prometheus")
+            prometheus = true;
+        else if (a == "--expired")
+            only_expired = true;
+        else if (a == "--name" && i + 1 < o.args.size())
+            glob = o.args[++i];
         else
-            throw usage_error("list: unknown option " + a);
+            throw usage_error(o.command + ": unknown option " + a);
     }
     auto db = open(o);
-    const auto locks = db.list();
+    auto locks = db.list();
+    if (prometheus) {
+        print_prometheus(locks);
+        return exit_ok;
+    }
+    std::erase_if(locks, [&](const sqlock::lock_info& l) {
+        if (only_expired && (l.strategy == "select_for_update" || !l.expired()))
+            return true;
+        return !glob.empty() && fnmatch(glob.c_str(), l.name.c_str(), 0) != 0;
+    });
     if (json) {
         std::cout << "[";
-        for (std::size_t i = 0; i < locks.size(); ++i) {
-            const auto& l = locks[i];
-            std::cout << (i ? ",\n " : "\n ") << "{\"name\": " << json_quote(l.name)
-                      << ", \"owner\": " << json_quote(l.owner)
-                      << ", \"host\": " << json_quote(l.host) << ", \"pid\": " << l.pid
-                      << ", \"strategy\": " << json_quote(l.strategy) << ", \"token\": " << l.token
-                      << ", \"hold_count\": " << l.hold_count
-                      << ", \"acquired_at\": " << json_quote(l.acquired_at)
-                      << ", \"expires_at\": " << json_quote(l.expires_at)
-                      << ", \"expires_in_ms\": " << l.expires_in.count()
-                      << ", \"expired\": " << (l.expired() ? "true" : "false") << "}";
-        }
+        for (std::size_t i = 0; i < locks.size(); ++i)
+            std::cout << (i ? ",\n " : "\n ") << lock_json(locks[i]);
         std::cout << (locks.empty() ? "]\n" : "\n]\n");
         return exit_ok;
     }
+    if (o.command == "status") {
+        const auto held =
+            std::count_if(locks.begin(), locks.end(), [](const auto& l) { return l.held(); });
+        std::cout << held << " held, " << locks.size() - static_cast<std::size_t>(held)
+                  << " free or expired, in " << db.url() << "\n";
+    }
     if (locks.empty()) {
-        std::cout << "no locks in " << db.url() << "\n";
+        if (o.command != "status")
+            std::cout << "no locks in " << db.url() << "\n";
         return exit_ok;
     }
-    std::printf("%-32s %10s %5s %-17s %-28s %s\n", "NAME", "TOKEN", "HOLDS", "STRATEGY", "HOLDER",
-                "EXPIRES");
+    std::printf("%-32s %10s %5s %-18s %-24s %-14s %s\n", "NAME", "TOKEN", "HOLDS", "STRATEGY",
+                "HOLDER", "HELD FOR", "EXPIRES");
     for (const auto& l : locks) {
         const bool transactional = l.strategy == "select_for_update";
-        std::string holder = l.host.empty() ? "-" : l.host + ":" + std::to_string(l.pid);
+        const std::string holder =
+            l.held() ? l.host + ":" + std::to_string(l.pid) : std::string("-");
+        char held_for[32] = "-";
+        if (l.held())
+            std::snprintf(held_for, sizeof held_for, "%.1fs",
+                          static_cast<double>(l.held_for.count()) / 1000.0);
         char expires[96];
         if (transactional) {
             // Held by an open transaction: no lease, it lasts as long as the holder's session.
-            std::snprintf(expires, sizeof expires, "%s",
-                          l.owner.empty() ? "free" : "held while its session lives");
+            std::snprintf(expires, sizeof expires, "%s", l.held() ? "with its session" : "free");
+        } else if (l.owner.empty()) {
+            std::snprintf(expires, sizeof expires, "free");
         } else {
             const double secs = static_cast<double>(l.expires_in.count()) / 1000.0;
             if (l.expired())
@@ -399,11 +549,110 @@ int cmd_list(const options& o) {
                               l.expires_at.c_str());
         }
         const std::string token = l.token > 0 ? std::to_string(l.token) : "-";
-        std::printf("%-32s %10s %5lld %-17s %-28s %s\n", l.name.c_str(), token.c_str(),
+        std::printf("%-32s %10s %5lld %-18s %-24s %-14s %s\n", l.name.c_str(), token.c_str(),
                     static_cast<long long>(l.hold_count), l.strategy.c_str(), holder.c_str(),
-                    expires);
+                    held_for, expires);
     }
     return exit_ok;
+}
+
+int cmd_reap(const options& o) {
+    sqlock::reap_options ro;
+    bool json = false;
+    for (std::size_t i = 0; i < o.args.size(); ++i) {
+        const auto& a = o.args[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= o.args.size())
+                throw usage_error(a + " needs a value");
+            return o.args[++i];
+        };
+        if (a == "--dry-run")
+            ro.dry_run = true;
+        else if (a == "--older-than")
+            ro.older_than = duration_arg(a, value());
+        else if (a == "--batch") {
+            const auto v = value();
+            std::size_t n = 0;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec != std::errc{} || end != v.data() + v.size() || n == 0)
+                throw usage_error("--batch: \"" + v + "\" is not a positive number");
+            ro.batch = n;
+        } else if (a == "--json")
+            json = true;
+        else
+            throw usage_error("reap: unknown option " + a);
+    }
+    auto db = open(o);
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = db.reap(ro);
+    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
+    if (json) {
+        std::cout << "{\"deleted\": " << r.deleted << ", \"expired\": " << r.expired
+                  << ", \"batches\": " << r.batches
+                  << ", \"dry_run\": " << (ro.dry_run ? "true" : "false")
+                  << ", \"older_than_ms\": " << ro.older_than.count() << ", \"batch\": " << ro.batch
+                  << ", \"elapsed_ms\": " << elapsed.count() << "}\n";
+    } else if (ro.dry_run) {
+        std::cout << r.expired << " expired rows would be deleted from " << db.url() << "\n";
+    } else {
+        std::cout << "deleted " << r.deleted << " expired rows in " << r.batches << " batches from "
+                  << db.url() << " (" << elapsed.count() << " ms)\n";
+    }
+    return exit_ok;
+}
+
+int cmd_release(const options& o) {
+    if (o.args.empty())
+        throw usage_error("release: missing lock NAME");
+    const std::string name = o.args[0];
+    bool force = false;
+    bool json = false;
+    std::string actor;
+    for (std::size_t i = 1; i < o.args.size(); ++i) {
+        const auto& a = o.args[i];
+        if (a == "--force")
+            force = true;
+        else if (a == "--json")
+            json = true;
+        else if (a == "--actor" && i + 1 < o.args.size())
+            actor = o.args[++i];
+        else
+            throw usage_error("release: unknown option " + a);
+    }
+    if (!force)
+        throw usage_error("release: breaking someone else's lock needs --force (the holder "
+                          "loses it; its fenced writes will be refused)");
+    if (actor.empty()) {
+        const char* user = std::getenv("USER");
+        char host[256] = {};
+        gethostname(host, sizeof host - 1);
+        actor = std::string(user ? user : "unknown") + "@" + host + " (sqlock release --force)";
+    }
+    auto db = open(o);
+    const auto r = db.force_release(name, actor);
+    if (json) {
+        std::cout << "{\"name\": " << json_quote(name)
+                  << ", \"released\": " << (r.released ? "true" : "false")
+                  << ", \"strategy\": " << json_quote(r.strategy)
+                  << ", \"previous_owner\": " << json_quote(r.previous_owner)
+                  << ", \"previous_token\": " << r.previous_token
+                  << ", \"new_token\": " << r.new_token
+                  << ", \"sessions_ended\": " << r.sessions_ended
+                  << ", \"actor\": " << json_quote(actor) << "}\n";
+    } else if (!r.released) {
+        std::cout << "nothing to release: lock \"" << name << "\" is not held in " << db.url()
+                  << "\n";
+    } else if (r.strategy == "select_for_update") {
+        std::cout << "released \"" << name << "\": ended " << r.sessions_ended
+                  << " holder session(s); recorded as " << actor << "\n";
+    } else {
+        std::cout << "released \"" << name << "\" (was "
+                  << (r.previous_owner.empty() ? std::string("free") : r.previous_owner)
+                  << "); token " << r.previous_token << " -> " << r.new_token
+                  << ", so the old holder's fenced writes fail; recorded as " << actor << "\n";
+    }
+    return r.released ? exit_ok : exit_not_found;
 }
 
 int exit_code_for(const sqlock::error& e) {
@@ -426,9 +675,10 @@ int main(int argc, char** argv) {
     try {
         const auto o = parse_args(argc, argv);
         static const std::map<std::string, std::pair<int (*)(const options&), const char*>>
-            commands = {{"migrate", {cmd_migrate, migrate_help}},
-                        {"run", {cmd_run, run_help}},
-                        {"list", {cmd_list, list_help}}};
+            commands = {
+                {"migrate", {cmd_migrate, migrate_help}}, {"run", {cmd_run, run_help}},
+                {"list", {cmd_status, list_help}},        {"status", {cmd_status, list_help}},
+                {"reap", {cmd_reap, reap_help}},          {"release", {cmd_release, release_help}}};
         if (o.command == "--version") {
             std::cout << "sqlock " << SQLOCK_VERSION_STRING << "\n";
             return exit_ok;

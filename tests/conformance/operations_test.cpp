@@ -1,0 +1,283 @@
+// Operations: reaping, status, force-release, schema versions, and the CLI's JSON outputs.
+#include "../support/json.hpp"
+#include "backend_fixture.hpp"
+#include "core/database_impl.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <doctest/doctest.h>
+#include <mutex>
+#include <thread>
+
+using namespace std::chrono_literals;
+using sqlock::mutex;
+using test::db;
+using test::unique_name;
+
+namespace {
+
+std::string url_env() {
+    return "SQLOCK_URL=" + test::backend().url;
+}
+
+/// Runs the CLI, returns (exit status, stdout).
+std::pair<int, std::string> cli(const std::vector<std::string>& args, std::string* err = nullptr) {
+    static int counter = 0;
+    const auto out = test::backend().scratch_dir + "/cli-out-" + std::to_string(++counter);
+    std::vector<std::string> argv{SQLOCK_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const pid_t p = test::spawn(argv, {url_env()}, out, out + ".err");
+    const int status = test::wait_exit(p);
+    if (err)
+        *err = test::read_file(out + ".err");
+    return {status, test::read_file(out)};
+}
+
+} // namespace
+
+TEST_SUITE("backend") {
+
+    TEST_CASE("reap: grace, batches, dry run; live leases survive") {
+        sqlock::connect_options co;
+        co.table_prefix = "reap" + std::to_string(getpid()) + "_";
+        auto fresh = sqlock::connect(test::backend().url, co);
+        fresh.migrate();
+        std::vector<std::unique_ptr<mutex>> held;
+        std::vector<std::string> names;
+        for (int i = 0; i < 5; ++i) {
+            names.push_back("r" + std::to_string(i));
+            held.push_back(std::make_unique<mutex>(fresh, names.back()));
+            held.back()->lock();
+        }
+        for (int i = 0; i < 3; ++i)
+            test::backdate(fresh, names[static_cast<std::size_t>(i)], 60s); // long expired
+        test::backdate(fresh, names[3], 1s);                                // just expired
+
+        sqlock::reap_options dry;
+        dry.dry_run = true;
+        CHECK(fresh.reap(dry).expired == 4);
+        dry.older_than = 30s;
+        CHECK(fresh.reap(dry).expired == 3);
+        CHECK(fresh.list().size() == 5); // a dry run deletes nothing
+
+        sqlock::reap_options graceful;
+        graceful.older_than = 30s;
+        graceful.batch = 2;
+        const auto r = fresh.reap(graceful);
+        CHECK(r.deleted == 3);
+        CHECK(r.batches == 2);
+        const auto left = fresh.list();
+        REQUIRE(left.size() == 2);
+        CHECK(left[0].name == names[3]); // within the grace: kept
+        CHECK(left[1].name == names[4]); // live: kept
+        CHECK(fresh.reap() == 1);
+        CHECK_THROWS_AS(fresh.reap(0), sqlock::error);
+    }
+
+    TEST_CASE("sqlock reap and status --json: documented fields, parsed") {
+        const auto name = unique_name("json-status");
+        mutex holder(db(), name);
+        holder.lock();
+        const auto [status, out] = cli({"status", "--json", "--name", name});
+        REQUIRE(status == 0);
+        const auto doc = test::json::parse(out);
+        REQUIRE(doc.is_array());
+        REQUIRE(doc.arr().size() == 1);
+        const auto& row = doc.arr()[0];
+        const std::vector<std::string> fields = {
+            "name",       "owner",         "host",   "pid",         "strategy",
+            "token",      "hold_count",    "held",   "acquired_at", "held_for_ms",
+            "expires_at", "expires_in_ms", "expired"};
+        CHECK(row.obj().size() == fields.size());
+        for (const auto& f : fields)
+            CHECK_MESSAGE(row.obj().count(f) == 1, f);
+        CHECK(row["name"].str() == name);
+        CHECK(row["owner"].str() == holder.owner_id());
+        CHECK(row["pid"].num() == static_cast<double>(getpid()));
+        CHECK(row["token"].num() == static_cast<double>(holder.token()));
+        CHECK(row["held"].boolean());
+        CHECK_FALSE(row["expired"].boolean());
+        CHECK(row["expires_in_ms"].num() > 20000);
+        CHECK(row["acquired_at"].str().size() >= 19);
+
+        test::backdate(db(), name, 5s);
+        const auto [st2, expired_out] = cli({"list", "--json", "--expired", "--name", name});
+        CHECK(st2 == 0);
+        CHECK(test::json::parse(expired_out).arr().size() == 1);
+
+        const auto [st3, reap_out] = cli({"reap", "--dry-run", "--json"});
+        REQUIRE(st3 == 0);
+        const auto reap = test::json::parse(reap_out);
+        for (const char* f :
+             {"deleted", "expired", "batches", "older_than_ms", "batch", "elapsed_ms"})
+            CHECK_MESSAGE(reap[f].is_number(), f);
+        CHECK(reap["dry_run"].boolean());
+        CHECK(reap["expired"].num() >= 1);
+        CHECK(reap["deleted"].num() == 0);
+
+        const auto [st4, reap2] = cli({"reap", "--json", "--batch", "500"});
+        REQUIRE(st4 == 0);
+        CHECK(test::json::parse(reap2)["deleted"].num() >= 1);
+        CHECK(test::json::parse(reap2)["batch"].num() == 500);
+        CHECK_FALSE(db().find(name).has_value());
+        holder.unlock(); // lost (reaped): no throw
+        CHECK(cli({"reap", "--batch", "0"}).first == 64);
+    }
+
+    TEST_CASE("sqlock status --prometheus") {
+        const auto name = unique_name("prom");
+        mutex holder(db(), name);
+        holder.lock();
+        const auto [status, out] = cli({"status", "--prometheus"});
+        CHECK(status == 0);
+        CHECK(out.find("# TYPE sqlock_locks_held gauge") != std::string::npos);
+        CHECK(out.find("sqlock_locks_held{strategy=\"unique_key\"} ") != std::string::npos);
+        CHECK(out.find("\nsqlock_locks_expired ") != std::string::npos);
+        CHECK(out.find("\nsqlock_oldest_lock_age_seconds ") != std::string::npos);
+        CHECK(out.find("sqlock_locks_held{strategy=\"unique_key\"} 0\n") == std::string::npos);
+        holder.unlock();
+    }
+
+    TEST_CASE("a timed-out sqlock run says who holds the lock") {
+        const auto name = unique_name("who");
+        mutex holder(db(), name);
+        holder.lock();
+        std::string err;
+        const auto [status, out] = cli({"run", name, "--wait", "100ms", "--", "/bin/true"}, &err);
+        CHECK(status == 75);
+        CHECK(err.find(holder.owner_id()) != std::string::npos);
+        CHECK(err.find("token " + std::to_string(holder.token())) != std::string::npos);
+        holder.unlock();
+    }
+
+    TEST_CASE("schema versions: migrate --status, too new at connect, too old at first lock") {
+        sqlock::connect_options co;
+        co.table_prefix = "schema" + std::to_string(getpid()) + "_";
+        auto fresh = sqlock::connect(test::backend().url, co);
+        for (const auto& m : fresh.migration_status())
+            CHECK_FALSE(m.applied);
+        fresh.migrate();
+        const auto states = fresh.migration_status();
+        CHECK(states.size() ==
+              static_cast<std::size_t>(sqlock::database::expected_schema_version(fresh.backend())));
+        for (const auto& m : states)
+            CHECK(m.applied);
+
+        // One migration "undone": the library refuses to lock until migrated again.
+        auto s = fresh.impl()->checkout();
+        s->query("DELETE FROM " + co.table_prefix + "migrations WHERE version = 3");
+        auto again = sqlock::connect(test::backend().url, co);
+        mutex m(again, "x");
+        try {
+            m.try_lock();
+            FAIL("locked with an old schema");
+        } catch (const sqlock::error& e) {
+            CHECK(e.code() == sqlock::errc::schema_mismatch);
+            CHECK(std::string(e.what()).find("sqlock migrate") != std::string::npos);
+        }
+        again.migrate();
+        CHECK(m.try_lock());
+        m.unlock();
+
+        // A newer schema than this library: refused at connect.
+        s->query("INSERT INTO " + co.table_prefix +
+                 "migrations (version, name) VALUES (99, 'future')");
+        try {
+            sqlock::connect(test::backend().url, co);
+            FAIL("connected to a newer schema");
+        } catch (const sqlock::error& e) {
+            CHECK(e.code() == sqlock::errc::schema_mismatch);
+            CHECK(std::string(e.what()).find("upgrade sqlock") != std::string::npos);
+        }
+    }
+
+} // TEST_SUITE backend
+
+TEST_SUITE("lease") {
+
+    TEST_CASE("force release moves the token forward: the old holder is told and fenced off") {
+        const auto name = unique_name("forced");
+        auto options = test::opts(900ms);
+        options.renew = true;
+        std::mutex m;
+        std::condition_variable cv;
+        bool lost = false;
+        options.on_lost = [&](const sqlock::lock_lost_event&) {
+            std::lock_guard lock(m);
+            lost = true;
+            cv.notify_all();
+        };
+        mutex holder(db(), name, options);
+        holder.lock();
+        const auto old_token = holder.token();
+
+        std::string err;
+        const auto [status, out] =
+            cli({"release", name, "--force", "--actor", "test-operator", "--json"}, &err);
+        REQUIRE(status == 0);
+        const auto r = test::json::parse(out);
+        CHECK(r["released"].boolean());
+        CHECK(r["previous_owner"].str() == holder.owner_id());
+        CHECK(r["previous_token"].num() == static_cast<double>(old_token));
+        CHECK(r["new_token"].num() > static_cast<double>(old_token));
+        CHECK(r["actor"].str() == "test-operator");
+
+        {
+            std::unique_lock lock(m);
+            CHECK(cv.wait_for(lock, 3s, [&] { return lost; })); // the next renewal is refused
+        }
+        auto user = db().impl()->checkout();
+        const auto fenced =
+            user->query("SELECT 1 WHERE " +
+                        db().fencing_condition("'" + name + "'", std::to_string(old_token)));
+        CHECK(fenced.rows.empty());
+        const auto audit = user->query("SELECT actor, old_token FROM " + db().table_prefix() +
+                                       "audit WHERE name = '" + name + "'");
+        REQUIRE(audit.rows.size() == 1);
+        CHECK(audit.rows[0].at(0) == "test-operator");
+        holder.unlock();
+        CHECK(holder.last_loss() != sqlock::loss_reason::none);
+
+        mutex next(db(), name, test::opts());
+        CHECK(next.try_lock()); // the row is free
+        CHECK(next.token() > static_cast<std::int64_t>(r["new_token"].num()) - 1);
+        next.unlock();
+        CHECK(cli({"release", unique_name("never"), "--force"}).first == 1);
+        CHECK(cli({"release", name}).first == 64); // no --force: refused
+    }
+
+    TEST_CASE("a reaper racing renewals for 30 s never deletes a live lease") {
+        std::vector<std::unique_ptr<mutex>> holders;
+        std::atomic<int> lost{0};
+        auto options = test::opts(300ms);
+        options.renew = true;
+        options.on_lost = [&](const sqlock::lock_lost_event&) {
+            ++lost;
+        };
+        for (int i = 0; i < 3; ++i) {
+            holders.push_back(std::make_unique<mutex>(db(), unique_name("raced"), options));
+            holders.back()->lock();
+        }
+        {
+            sqlock::reap_options eager; // no grace: delete the moment a lease has expired
+            eager.batch = 10;
+            sqlock::reaper first(db(), 1ms, eager);
+            sqlock::reaper second(db(), 1ms, eager); // two reapers, as from two hosts
+            const auto end = std::chrono::steady_clock::now() + 30s;
+            while (std::chrono::steady_clock::now() < end && lost == 0) {
+                for (const auto& h : holders)
+                    CHECK(test::row_of(h->name()).has_value());
+                std::this_thread::sleep_for(100ms); // sampling, not synchronising
+            }
+            CHECK(first.passes() > 100);
+            CHECK(first.last_error().empty());
+        }
+        CHECK(lost.load() == 0);
+        for (const auto& h : holders) {
+            CHECK(h->owns_lock());
+            h->unlock();
+            CHECK(h->last_error().empty());
+        }
+    }
+
+} // TEST_SUITE lease
