@@ -310,6 +310,28 @@ result database_impl::run(statement id, std::initializer_list<param> params) {
     }
 }
 
+result database_impl::run_async_release(statement id, std::initializer_list<param> params) {
+    try {
+        auto s = checkout();
+        m_statements_sent.fetch_add(1, std::memory_order_relaxed); // one round trip
+        const batch_item items[] = {
+            {statement::async_begin, {}},
+            {statement::async_commit_off, {}},
+            {id, std::vector<param>(params)},
+            {statement::async_commit, {}},
+        };
+        try {
+            auto results = s->execute_batch(items);
+            return std::move(results[2]);
+        } catch (...) {
+            s->rollback(); // never pool a session left inside a failed transaction
+            throw;
+        }
+    } catch (const error& e) {
+        rethrow_with_context(e);
+    }
+}
+
 std::vector<database_impl::migration> database_impl::migrations() const {
     std::vector<migration> out;
     const auto dir = std::string("migrations/") + std::string(backend_dir(m_config.kind)) + "/";

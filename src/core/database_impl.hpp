@@ -79,6 +79,11 @@ public:
     /// table is reported as errc::schema_missing with a "run sqlock migrate" hint.
     result run(statement id, std::initializer_list<param> params);
 
+    /// A release statement `id` with an asynchronous commit where the backend has one
+    /// (PostgreSQL: BEGIN, synchronous_commit = off, the statement, COMMIT, pipelined: one round
+    /// trip); elsewhere just the statement. Returns the release statement's result.
+    result run_async_release(statement id, std::initializer_list<param> params);
+
     /// Rewrites errc::schema_missing into the message users act on; other errors unchanged.
     [[noreturn]] void rethrow_with_context(const error& e) const;
 

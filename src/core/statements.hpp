@@ -58,6 +58,10 @@ enum class statement : std::size_t {
     force_release,       ///< $1 name -> affected rows (lease rows only; token moves forward)
     fu_terminate_holder, ///< $1 name -> rows (sessions ended; PostgreSQL only)
     audit_record,        ///< $1 action $2 name $3 actor $4 old owner $5 old token $6 new token
+    // releases, sent as one batch around the release statement (no-ops where not needed)
+    async_begin,      ///< open a transaction for an asynchronously committed release
+    async_commit_off, ///< make its commit asynchronous (PostgreSQL synchronous_commit = off)
+    async_commit,     ///< commit it
     count_
 };
 
@@ -94,6 +98,9 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "force_release",
     "fu_terminate_holder",
     "audit_record",
+    "async_begin",
+    "async_commit_off",
+    "async_commit",
 };
 
 // A statement added to the enum without a file name here would silently get an empty name.

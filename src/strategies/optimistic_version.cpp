@@ -96,10 +96,11 @@ public:
         // affected-row counts are exact on every backend.
         const auto affected =
             held.hold_count > 1
-                ? db.run(statement::release_decrement,
-                         {req.name, req.owner, held.token, held.hold_count})
+                ? db.run_async_release(statement::release_decrement,
+                                       {req.name, req.owner, held.token, held.hold_count})
                       .affected_rows
-                : db.run(statement::ov_release, {req.name, req.owner, held.token}).affected_rows;
+                : db.run_async_release(statement::ov_release, {req.name, req.owner, held.token})
+                      .affected_rows;
         if (affected == 0)
             throw_lost(db, req,
                        "its version " + std::to_string(held.token) +

@@ -70,11 +70,13 @@ public:
         const bool last = held.hold_count <= 1;
         std::uint64_t affected = 0;
         try {
-            affected = last ? db.run(statement::release_lease, {req.name, req.owner, held.token})
-                                  .affected_rows
-                            : db.run(statement::release_decrement,
-                                     {req.name, req.owner, held.token, held.hold_count})
-                                  .affected_rows;
+            affected =
+                last ? db.run_async_release(statement::release_lease,
+                                            {req.name, req.owner, held.token})
+                           .affected_rows
+                     : db.run_async_release(statement::release_decrement,
+                                            {req.name, req.owner, held.token, held.hold_count})
+                           .affected_rows;
         } catch (const error& e) {
             if (e.code() != errc::connection)
                 throw;

@@ -1,0 +1,1 @@
+SELECT set_config('synchronous_commit', 'off', true)

@@ -1,0 +1,1 @@
+-- Nothing to send: releases are single autocommit statements here.
