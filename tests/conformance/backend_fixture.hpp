@@ -3,6 +3,10 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <doctest/doctest.h>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <sqlock/sqlock.hpp>
 #include <string>
@@ -67,5 +71,38 @@ bool eventually(F condition, std::chrono::milliseconds timeout) {
 }
 
 std::string read_file(const std::string& path);
+
+/// The sqlock::error `f` throws (a test failure when it throws none).
+template <class F>
+sqlock::error error_of(F f) {
+    try {
+        f();
+    } catch (const sqlock::error& e) {
+        return e;
+    }
+    FAIL("expected a sqlock::error");
+    return sqlock::error(sqlock::errc::backend, "unreachable");
+}
+
+/// Records a mutex's on_lost callback and lets a test await it.
+struct lost_probe {
+    std::mutex m;
+    std::condition_variable cv;
+    std::optional<sqlock::lock_lost_event> event;
+    std::chrono::steady_clock::time_point at;
+
+    std::function<void(const sqlock::lock_lost_event&)> callback() {
+        return [this](const sqlock::lock_lost_event& e) {
+            std::lock_guard lock(m);
+            event = e;
+            at = std::chrono::steady_clock::now();
+            cv.notify_all();
+        };
+    }
+    bool wait(std::chrono::milliseconds timeout) {
+        std::unique_lock lock(m);
+        return cv.wait_for(lock, timeout, [&] { return event.has_value(); });
+    }
+};
 
 } // namespace test

@@ -9,19 +9,9 @@
 using namespace std::chrono_literals;
 using sqlock::errc;
 using test::db;
+using test::error_of;
 
 namespace {
-
-template <class F>
-sqlock::error error_of(F f) {
-    try {
-        f();
-    } catch (const sqlock::error& e) {
-        return e;
-    }
-    FAIL("expected a sqlock::error");
-    return sqlock::error(errc::backend, "unreachable");
-}
 
 /// The server URL with its password replaced.
 std::string with_password(const std::string& url, const std::string& password) {

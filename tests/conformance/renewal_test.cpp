@@ -17,6 +17,7 @@
 using namespace std::chrono_literals;
 using sqlock::mutex;
 using test::db;
+using test::lost_probe;
 using test::unique_name;
 
 namespace {
@@ -24,27 +25,6 @@ namespace {
 bool lease_strategy() {
     return test::strategy() != sqlock::strategy::select_for_update;
 }
-
-/// Records the on_lost callback and lets a test await it.
-struct lost_probe {
-    std::mutex m;
-    std::condition_variable cv;
-    std::optional<sqlock::lock_lost_event> event;
-    std::chrono::steady_clock::time_point at;
-
-    std::function<void(const sqlock::lock_lost_event&)> callback() {
-        return [this](const sqlock::lock_lost_event& e) {
-            std::lock_guard lock(m);
-            event = e;
-            at = std::chrono::steady_clock::now();
-            cv.notify_all();
-        };
-    }
-    bool wait(std::chrono::milliseconds timeout) {
-        std::unique_lock lock(m);
-        return cv.wait_for(lock, timeout, [&] { return event.has_value(); });
-    }
-};
 
 /// Stops (SIGSTOP) the database server process for the backend under test; SIGCONT on
 /// destruction. The PID comes from tools/testdb.sh; a missing PID fails the test.

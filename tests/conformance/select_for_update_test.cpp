@@ -16,6 +16,7 @@
 using namespace std::chrono_literals;
 using sqlock::mutex;
 using test::db;
+using test::error_of;
 using test::opts;
 using test::unique_name;
 
@@ -23,17 +24,6 @@ namespace {
 
 bool is_sqlite() {
     return test::backend().kind == sqlock::backend_kind::sqlite;
-}
-
-template <class F>
-sqlock::error error_of(F f) {
-    try {
-        f();
-    } catch (const sqlock::error& e) {
-        return e;
-    }
-    FAIL("expected a sqlock::error");
-    return sqlock::error(sqlock::errc::backend, "unreachable");
 }
 
 } // namespace
