@@ -224,12 +224,33 @@ void database_impl::listen_loop() {
     }
 }
 
-std::shared_ptr<std::timed_mutex> database_impl::local_gate(const std::string& name) {
+bool turnstile::enter(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(m_mutex);
+    const auto free = [this] {
+        return !m_busy;
+    };
+    if (deadline == std::chrono::steady_clock::time_point::max())
+        m_cv.wait(lock, free);
+    else if (!m_cv.wait_until(lock, deadline, free))
+        return false;
+    m_busy = true;
+    return true;
+}
+
+void turnstile::leave() noexcept {
+    {
+        std::lock_guard lock(m_mutex);
+        m_busy = false;
+    }
+    m_cv.notify_one();
+}
+
+std::shared_ptr<turnstile> database_impl::local_gate(const std::string& name) {
     std::lock_guard lock(m_gates_mutex);
     auto& slot = m_gates[name];
     auto gate = slot.lock();
     if (!gate) {
-        gate = std::make_shared<std::timed_mutex>();
+        gate = std::make_shared<turnstile>();
         slot = gate;
     }
     if (m_gates.size() > 1024) // forget names nobody waits for any more

@@ -56,6 +56,21 @@ private:
     std::unordered_map<std::string, std::uint64_t> m_generations;
 };
 
+/// One-at-a-time admission for the threads of this process that wait for one lock name.
+/// (A mutex + condition variable rather than std::timed_mutex: its timed lock goes through
+/// pthread_mutex_clocklock, which ThreadSanitizer cannot see.)
+class turnstile {
+public:
+    /// Waits until the turnstile is free or `deadline` passes (time_point::max(): forever).
+    bool enter(std::chrono::steady_clock::time_point deadline);
+    void leave() noexcept;
+
+private:
+    std::mutex m_mutex;
+    std::condition_variable m_cv;
+    bool m_busy = false;
+};
+
 class database_impl : public std::enable_shared_from_this<database_impl> {
 public:
     database_impl(connection_config config, const connect_options& options);
@@ -125,7 +140,7 @@ public:
 
     /// A per-name local turnstile: threads of this process waiting for the same name queue
     /// here, so only one of them at a time asks the database.
-    std::shared_ptr<std::timed_mutex> local_gate(const std::string& name);
+    std::shared_ptr<turnstile> local_gate(const std::string& name);
 
     /// Statements sent through run() so far: lets tests verify the per-operation statement
     /// budget (README "What each operation sends").
@@ -160,7 +175,7 @@ private:
     std::thread m_listener;
     std::atomic<bool> m_stopping{false};
     std::mutex m_gates_mutex;
-    std::unordered_map<std::string, std::weak_ptr<std::timed_mutex>> m_gates;
+    std::unordered_map<std::string, std::weak_ptr<turnstile>> m_gates;
 };
 
 } // namespace sqlock::detail

@@ -259,15 +259,18 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
     const bool server_waits = impl.m_strategy->waits_server_side();
     // Threads of this process waiting for the same name queue here, so only one of them at a
     // time asks the database (and holds a connection for it).
-    std::shared_ptr<std::timed_mutex> gate;  // declared first: it must outlive `turn`
-    std::unique_lock<std::timed_mutex> turn;
+    struct turn_guard {
+        std::shared_ptr<detail::turnstile> gate;
+        ~turn_guard() {
+            if (gate)
+                gate->leave();
+        }
+    } turn;
     if (deadline > std::chrono::steady_clock::now()) {
-        gate = db.local_gate(impl.m_name);
-        turn = std::unique_lock<std::timed_mutex>(*gate, std::defer_lock);
-        if (deadline == std::chrono::steady_clock::time_point::max())
-            turn.lock();
-        else if (!turn.try_lock_until(deadline))
+        auto gate = db.local_gate(impl.m_name);
+        if (!gate->enter(deadline))
             return false;
+        turn.gate = std::move(gate);
         if (!server_waits)
             db.ensure_listener(); // PostgreSQL: releases wake us instead of the next poll
     }
