@@ -148,6 +148,7 @@ void lease_keeper::renew_loop() {
                 next = std::min(next, h->next_renewal);
             }
         }
+        holds.clear(); // hold nothing while idle: a finished hold (and its database) must go
         lock.lock();
         m_renew_cv.wait_until(lock, next);
     }
@@ -207,6 +208,7 @@ void lease_keeper::watch_loop() {
                                                  std::to_string(h->ttl.count()) + " ms)"));
             }
         }
+        holds.clear();
         lock.lock();
         m_watch_cv.wait_until(lock, next);
     }
