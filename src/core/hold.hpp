@@ -71,6 +71,14 @@ private:
     std::condition_variable m_watch_cv;
     std::vector<std::weak_ptr<active_hold>> m_holds;
     bool m_started = false;
+    /// When each thread will wake next (time_point::min() while it is awake and working, so a
+    /// new hold is seen on its pass or by the wait's own deadline logic).
+    std::chrono::steady_clock::time_point m_renew_wake =
+        std::chrono::steady_clock::time_point::min();
+    std::chrono::steady_clock::time_point m_watch_wake =
+        std::chrono::steady_clock::time_point::min();
+    bool m_renew_dirty = false; ///< a hold arrived that the renewal thread must look at
+    bool m_watch_dirty = false; ///< the same for the watchdog
 };
 
 } // namespace sqlock::detail

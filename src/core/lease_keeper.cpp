@@ -39,16 +39,40 @@ lease_keeper& lease_keeper::instance() {
 }
 
 void lease_keeper::track(const std::shared_ptr<active_hold>& hold) {
+    std::chrono::steady_clock::time_point renew_at;
+    std::chrono::steady_clock::time_point watch_at;
+    {
+        std::lock_guard state(hold->state_mutex);
+        renew_at = hold->next_renewal;
+        watch_at = hold->current.valid_until;
+        if (hold->current.pinned) // the session monitor looks sooner
+            watch_at = std::min(watch_at, std::chrono::steady_clock::now() +
+                                              std::min<std::chrono::milliseconds>(
+                                                  hold->ttl / 10, std::chrono::milliseconds(200)));
+    }
     std::lock_guard lock(m_mutex);
     std::erase_if(m_holds, [](const auto& w) { return w.expired(); });
     m_holds.push_back(hold);
     start_locked();
-    m_renew_cv.notify_all();
-    m_watch_cv.notify_all();
+    // Wake a thread only when this grant needs it before it would wake anyway: waking both on
+    // every grant cost context switches on the hot path.
+    // A thread that is mid-pass (wake == min) may have missed this hold: mark it dirty so it
+    // looks again before sleeping.
+    const auto awake = std::chrono::steady_clock::time_point::min();
+    if (hold->renew && (m_renew_wake == awake || renew_at < m_renew_wake)) {
+        m_renew_dirty = true;
+        m_renew_cv.notify_all();
+    }
+    if (m_watch_wake == awake || watch_at < m_watch_wake) {
+        m_watch_dirty = true;
+        m_watch_cv.notify_all();
+    }
 }
 
 void lease_keeper::poke() {
     std::lock_guard lock(m_mutex);
+    m_renew_dirty = true;
+    m_watch_dirty = true;
     m_renew_cv.notify_all();
     m_watch_cv.notify_all();
 }
@@ -150,7 +174,10 @@ void lease_keeper::renew_loop() {
         }
         holds.clear(); // hold nothing while idle: a finished hold (and its database) must go
         lock.lock();
-        m_renew_cv.wait_until(lock, next);
+        m_renew_wake = next;
+        m_renew_cv.wait_until(lock, next, [this] { return m_renew_dirty; });
+        m_renew_dirty = false;
+        m_renew_wake = clock::time_point::min(); // awake: new holds set the dirty flag
     }
 }
 
@@ -210,7 +237,10 @@ void lease_keeper::watch_loop() {
         }
         holds.clear();
         lock.lock();
-        m_watch_cv.wait_until(lock, next);
+        m_watch_wake = next;
+        m_watch_cv.wait_until(lock, next, [this] { return m_watch_dirty; });
+        m_watch_dirty = false;
+        m_watch_wake = clock::time_point::min();
     }
 }
 

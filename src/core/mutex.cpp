@@ -271,8 +271,6 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         if (!gate->enter(deadline))
             return false;
         turn.gate = std::move(gate);
-        if (!server_waits)
-            db.ensure_listener(); // PostgreSQL: releases wake us instead of the next poll
     }
 
     detail::backoff delay(impl.m_options.retry_min, impl.m_options.retry_max);
@@ -310,6 +308,9 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
             return false;
         if (server_waits)
             continue; // the server already waited; its wait ended before our deadline
+        // Contended: from now on (PostgreSQL) releases wake us instead of the next poll. Started
+        // only here, so uncontended processes never open the listener connection.
+        db.ensure_listener();
         // Sleep with jittered backoff, but wake at once when the lock may have become free.
         const auto pause = delay.next();
         db.wakeups().wait(impl.m_name, seen, deadline - now < pause ? deadline : now + pause);
