@@ -5,7 +5,9 @@
 #include <array>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <sqlite3.h>
 
 namespace sqlock::detail {
@@ -28,6 +30,27 @@ void set_busy_timeout(sqlite3_context* context, int, sqlite3_value** argv) {
                   : static_cast<int>(std::min<sqlite3_int64>(ms, std::numeric_limits<int>::max()));
     sqlite3_busy_timeout(sqlite3_context_db_handle(context), timeout);
     sqlite3_result_int(context, 1);
+}
+
+/// One in-process gate per database file: SQLite has a single writer, and connections of one
+/// process that wait for it through the busy handler sleep and retry and can starve each other
+/// (seen with 4-8 threads: an unlock gave up after the busy timeout). Statements on the shared
+/// database file take turns here instead; other processes still meet at SQLite's own lock.
+std::shared_ptr<std::mutex> statement_gate(const std::string& path) {
+    static std::mutex registry_mutex;
+    static std::map<std::string, std::weak_ptr<std::mutex>> registry;
+    std::error_code ec;
+    auto key = std::filesystem::weakly_canonical(path, ec).string();
+    if (ec)
+        key = path;
+    std::lock_guard lock(registry_mutex);
+    auto& slot = registry[key];
+    auto gate = slot.lock();
+    if (!gate) {
+        gate = std::make_shared<std::mutex>();
+        slot = gate;
+    }
+    return gate;
 }
 
 class sqlite_session final : public session {
@@ -64,6 +87,7 @@ public:
                                        &set_busy_timeout, nullptr, nullptr, nullptr);
             return; // nothing is ever written to a lock file: no journal settings needed
         }
+        m_gate = statement_gate(config.path);
         // WAL lets readers run beside the one writer; synchronous=FULL makes every grant
         // durable, so a power loss cannot roll the token counter back.
         exec_plain("PRAGMA journal_mode = WAL");
@@ -72,6 +96,7 @@ public:
 
 protected:
     result do_execute(statement id, std::span<const param> params) override {
+        const auto turn = take_turn();
         sqlite3_stmt* stmt = prepared(id);
         sqlite3_reset(stmt);
         sqlite3_clear_bindings(stmt);
@@ -94,6 +119,7 @@ protected:
 
 public:
     result query(std::string_view sql) override {
+        const auto turn = take_turn();
         sqlite3_stmt* raw = nullptr;
         const int rc =
             sqlite3_prepare_v2(m_db.get(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
@@ -195,6 +221,15 @@ private:
     std::unique_ptr<sqlite3, db_closer> m_db;
     std::array<std::unique_ptr<sqlite3_stmt, stmt_finalizer>, statement_count> m_statements;
     bool m_usable = true;
+    std::shared_ptr<std::mutex> m_gate; ///< null for lock-file sessions (they wait in BEGIN)
+
+    /// The in-process turn for one autocommit statement (none inside an explicit
+    /// transaction, whose BEGIN IMMEDIATE already holds SQLite's write lock).
+    std::unique_lock<std::mutex> take_turn() {
+        if (!m_gate || sqlite3_get_autocommit(m_db.get()) == 0)
+            return {};
+        return std::unique_lock<std::mutex>(*m_gate);
+    }
 };
 
 } // namespace
