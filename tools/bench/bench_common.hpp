@@ -1,0 +1,656 @@
+// bench_common.hpp — helpers shared by sqlock's latency, throughput and CLI benchmarks:
+// clocks and statistics, URL parsing, sqlock's own SQL files (read from the source tree and
+// rewritten the way the library rewrites them), thin RAII wrappers over the bare drivers
+// (libpq, Connector/C++ 1.1, the sqlite3 C API), and JSON / markdown formatting.
+//
+// Header-only and internal to tools/bench: nothing here is part of sqlock's API.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cppconn/connection.h>
+#include <cppconn/exception.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <cppconn/statement.h>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <libpq-fe.h>
+#include <memory>
+#include <mysql_driver.h>
+#include <optional>
+#include <sqlite3.h>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unistd.h>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#ifndef SQLOCK_BENCH_SQL_DIR
+#define SQLOCK_BENCH_SQL_DIR "sql"
+#endif
+
+namespace bench {
+
+// ------------------------------------------------------------------ time and statistics
+
+inline std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+/// Median of a sorted, non-empty vector (mean of the two middle values for an even count).
+inline double median_of_sorted(const std::vector<double>& v) {
+    const std::size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+/// Nearest-rank percentile (q in (0, 1]) of a sorted, non-empty vector.
+inline double percentile_of_sorted(const std::vector<double>& v, double q) {
+    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::min(v.size(), std::max<std::size_t>(rank, 1)) - 1];
+}
+
+struct summary {
+    std::size_t n = 0;
+    double median = 0;
+    double p99 = 0;
+    double mean = 0;
+    double min = 0;
+    double max = 0;
+};
+
+inline summary summarise(std::vector<double> v) {
+    summary s;
+    if (v.empty())
+        return s;
+    std::sort(v.begin(), v.end());
+    s.n = v.size();
+    s.median = median_of_sorted(v);
+    s.p99 = percentile_of_sorted(v, 0.99);
+    double sum = 0;
+    for (const double x : v)
+        sum += x;
+    s.mean = sum / static_cast<double>(v.size());
+    s.min = v.front();
+    s.max = v.back();
+    return s;
+}
+
+inline std::string fixed(double v, int digits) {
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(digits) << v;
+    return o.str();
+}
+
+/// A latency in µs for a table: 3 significant-ish digits.
+inline std::string us(double v) {
+    return fixed(v, v < 10 ? 2 : (v < 1000 ? 1 : 0));
+}
+
+inline std::string ratio_text(double r) {
+    return fixed(r, 2) + "×";
+}
+
+/// JSON string literal (the texts here are ASCII labels and messages).
+inline std::string json_string(std::string_view s) {
+    std::string out = "\"";
+    for (const char c : s) {
+        switch (c) {
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+                out += buf;
+            } else {
+                out += c;
+            }
+        }
+    }
+    return out + "\"";
+}
+
+inline std::string json_number(double v, int digits = 3) {
+    if (!std::isfinite(v))
+        return "null";
+    return fixed(v, digits);
+}
+
+inline void write_file(const std::string& path, const std::string& text) {
+    std::ofstream f(path, std::ios::trunc);
+    f << text;
+    f.close();
+    if (!f)
+        throw std::runtime_error("cannot write " + path);
+}
+
+// ------------------------------------------------------------------ URLs
+
+enum class backend { postgresql, mysql, sqlite };
+
+inline std::optional<backend> backend_of(std::string_view url) {
+    if (url.starts_with("postgresql://") || url.starts_with("postgres://"))
+        return backend::postgresql;
+    if (url.starts_with("mysql://") || url.starts_with("mariadb://"))
+        return backend::mysql;
+    if (url.starts_with("sqlite:"))
+        return backend::sqlite;
+    return std::nullopt;
+}
+
+inline std::string backend_label(backend b) {
+    switch (b) {
+    case backend::postgresql:
+        return "PostgreSQL";
+    case backend::mysql:
+        return "MariaDB";
+    case backend::sqlite:
+        return "SQLite";
+    }
+    return "?";
+}
+
+inline std::string backend_dir(backend b) {
+    switch (b) {
+    case backend::postgresql:
+        return "postgres";
+    case backend::mysql:
+        return "mysql";
+    case backend::sqlite:
+        return "sqlite";
+    }
+    return "?";
+}
+
+inline std::string percent_decode(std::string_view s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size() &&
+            std::isxdigit(static_cast<unsigned char>(s[i + 1])) != 0 &&
+            std::isxdigit(static_cast<unsigned char>(s[i + 2])) != 0) {
+            out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+            i += 2;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+/// mysql://user:password@host:port/db (also mariadb://), as far as the benchmarks need it.
+struct mysql_target {
+    std::string host = "127.0.0.1";
+    int port = 3306;
+    std::string user;
+    std::string password;
+    std::string database;
+};
+
+inline mysql_target parse_mysql_url(std::string_view url) {
+    mysql_target t;
+    std::string_view rest = url.substr(url.find("://") + 3);
+    rest = rest.substr(0, rest.find('?'));
+    const std::size_t slash = rest.find('/');
+    std::string_view authority = rest.substr(0, slash);
+    if (slash != std::string_view::npos)
+        t.database = percent_decode(rest.substr(slash + 1));
+    if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
+        const std::string_view userinfo = authority.substr(0, at);
+        const std::size_t colon = userinfo.find(':');
+        t.user = percent_decode(userinfo.substr(0, colon));
+        if (colon != std::string_view::npos)
+            t.password = percent_decode(userinfo.substr(colon + 1));
+        authority = authority.substr(at + 1);
+    }
+    const std::size_t colon = authority.rfind(':');
+    if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
+        t.port = std::stoi(std::string(authority.substr(colon + 1)));
+        authority = authority.substr(0, colon);
+    }
+    if (!authority.empty())
+        t.host = std::string(authority);
+    return t;
+}
+
+/// sqlite:///abs/path.db -> /abs/path.db; sqlite:rel.db -> rel.db (query string dropped).
+inline std::string sqlite_path(std::string_view url) {
+    std::string_view rest = url.substr(std::string_view("sqlite:").size());
+    rest = rest.substr(0, rest.find('?'));
+    if (rest.starts_with("//"))
+        rest.remove_prefix(2);
+    return percent_decode(rest);
+}
+
+/// A libpq URI without sqlock-only query options (the benchmarks use plain URLs anyway).
+inline std::string libpq_uri(std::string_view url) {
+    return std::string(url);
+}
+
+// ------------------------------------------------------------------ sqlock's SQL files
+
+/// Text of sql/<backend>/<name>.sql with {identifiers} expanded the way sqlock expands them
+/// for the default prefix "sqlock_" (quoted; {channel} unquoted).
+inline std::string sqlock_sql(backend b, std::string_view name,
+                              const std::string& sql_dir = SQLOCK_BENCH_SQL_DIR) {
+    const std::string path = sql_dir + "/" + backend_dir(b) + "/" + std::string(name) + ".sql";
+    std::ifstream f(path);
+    if (!f)
+        throw std::runtime_error("cannot read " + path + " (sqlock's SQL; see --sql-dir)");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    const std::string text = ss.str();
+    const char quote = b == backend::mysql ? '`' : '"';
+    std::string out;
+    for (std::size_t i = 0; i < text.size();) {
+        if (text[i] == '{') {
+            const std::size_t close = text.find('}', i);
+            if (close == std::string::npos)
+                throw std::runtime_error("unterminated {identifier} in " + path);
+            const std::string key = text.substr(i + 1, close - i - 1);
+            if (key == "channel")
+                out += "sqlock_release";
+            else
+                out += std::string(1, quote) + "sqlock_" + key + std::string(1, quote);
+            i = close + 1;
+        } else {
+            out += text[i++];
+        }
+    }
+    return out;
+}
+
+/// The same when the file exists and has something to send; nullopt otherwise (a statement
+/// that sqlock's version at hand does not have, or a no-op for this backend).
+inline std::optional<std::string> sqlock_sql_if_sent(backend b, std::string_view name,
+                                                     const std::string& sql_dir);
+
+/// True when the file holds only comments and blank lines (sqlock sends nothing for it).
+inline bool only_comments(std::string_view sql) {
+    std::size_t i = 0;
+    while (i < sql.size()) {
+        if (std::isspace(static_cast<unsigned char>(sql[i])) != 0) {
+            ++i;
+        } else if (sql.substr(i, 2) == "--") {
+            const std::size_t nl = sql.find('\n', i);
+            i = nl == std::string_view::npos ? sql.size() : nl + 1;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+inline std::optional<std::string> sqlock_sql_if_sent(backend b, std::string_view name,
+                                                     const std::string& sql_dir) {
+    const std::string path = sql_dir + "/" + backend_dir(b) + "/" + std::string(name) + ".sql";
+    if (!std::ifstream(path))
+        return std::nullopt;
+    std::string text = sqlock_sql(b, name, sql_dir);
+    if (only_comments(text))
+        return std::nullopt;
+    return text;
+}
+
+struct rewritten {
+    std::string text;
+    std::vector<int> order; ///< MySQL: 0-based parameter index bound to each "?"
+};
+
+/// $N markers outside quotes and comments -> "?N" (SQLite) or "?" + order (MySQL); the same
+/// rewriting sqlock's backends do.
+inline rewritten rewrite_placeholders(std::string_view sql, bool mysql_style) {
+    rewritten out;
+    std::size_t i = 0;
+    while (i < sql.size()) {
+        const char c = sql[i];
+        if (c == '\'' || c == '"' || c == '`') {
+            std::size_t j = i + 1;
+            while (j < sql.size()) {
+                if (sql[j] == c) {
+                    if (j + 1 < sql.size() && sql[j + 1] == c) {
+                        j += 2;
+                        continue;
+                    }
+                    ++j;
+                    break;
+                }
+                ++j;
+            }
+            out.text.append(sql.substr(i, j - i));
+            i = j;
+            continue;
+        }
+        if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+            const std::size_t nl = sql.find('\n', i);
+            const std::size_t end = nl == std::string_view::npos ? sql.size() : nl;
+            out.text.append(sql.substr(i, end - i));
+            i = end;
+            continue;
+        }
+        if (c == '$' && i + 1 < sql.size() &&
+            std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
+            std::size_t j = i + 1;
+            int number = 0;
+            while (j < sql.size() && std::isdigit(static_cast<unsigned char>(sql[j])) != 0)
+                number = number * 10 + (sql[j++] - '0');
+            out.text += '?';
+            if (mysql_style)
+                out.order.push_back(number - 1);
+            else
+                out.text.append(sql.substr(i + 1, j - i - 1));
+            i = j;
+            continue;
+        }
+        out.text += c;
+        ++i;
+    }
+    return out;
+}
+
+/// An owner id shaped like sqlock's ("host:pid:32-hex-nonce/handle.thread").
+inline std::string owner_like_sqlock(const std::string& tag) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    return std::string(host) + ":" + std::to_string(::getpid()) +
+           ":0123456789abcdef0123456789abcdef/" + tag + ".1";
+}
+
+inline std::string host_name() {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    return host;
+}
+
+// ------------------------------------------------------------------ bare libpq
+
+/// A parameter: text, or SQL NULL.
+using pq_param = std::optional<std::string>;
+
+class pg_result {
+public:
+    explicit pg_result(PGresult* r) : m_r(r) {}
+    PGresult* get() const { return m_r.get(); }
+    int rows() const { return PQntuples(m_r.get()); }
+    std::string value(int row, int col) const { return PQgetvalue(m_r.get(), row, col); }
+
+private:
+    struct deleter {
+        void operator()(PGresult* r) const noexcept { PQclear(r); }
+    };
+    std::unique_ptr<PGresult, deleter> m_r;
+};
+
+class pg_conn {
+public:
+    explicit pg_conn(const std::string& url) : m_conn(PQconnectdb(libpq_uri(url).c_str())) {
+        if (!m_conn || PQstatus(m_conn.get()) != CONNECTION_OK)
+            throw std::runtime_error(std::string("PostgreSQL connect failed: ") +
+                                     (m_conn ? PQerrorMessage(m_conn.get()) : "out of memory"));
+        PQsetNoticeProcessor(
+            m_conn.get(), [](void*, const char*) {}, nullptr); // NOTICEs: quiet
+    }
+    PGconn* get() const { return m_conn.get(); }
+
+    /// Simple-protocol statement(s), results checked and discarded.
+    void exec(const std::string& sql) {
+        const pg_result r(PQexec(get(), sql.c_str()));
+        const auto st = PQresultStatus(r.get());
+        if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+            throw std::runtime_error("PostgreSQL: " + sql.substr(0, 60) + ": " +
+                                     PQerrorMessage(get()));
+    }
+    void prepare(const std::string& name, const std::string& sql) {
+        const pg_result r(PQprepare(get(), name.c_str(), sql.c_str(), 0, nullptr));
+        if (PQresultStatus(r.get()) != PGRES_COMMAND_OK)
+            throw std::runtime_error("PQprepare " + name + ": " + PQerrorMessage(get()));
+    }
+    /// One prepared statement, one round trip (extended protocol, one Sync).
+    pg_result exec_prepared(const std::string& name, const std::vector<pq_param>& params) {
+        std::vector<const char*> values;
+        values.reserve(params.size());
+        for (const auto& p : params)
+            values.push_back(p ? p->c_str() : nullptr);
+        pg_result r(PQexecPrepared(get(), name.c_str(), static_cast<int>(values.size()),
+                                   values.data(), nullptr, nullptr, 0));
+        const auto st = PQresultStatus(r.get());
+        if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+            throw std::runtime_error("PostgreSQL " + name + ": " + PQerrorMessage(get()));
+        return r;
+    }
+
+    struct pipelined {
+        std::string name;
+        std::vector<pq_param> params;
+    };
+    /// Prepared statements sent as one pipeline with one Sync (one round trip), like sqlock's
+    /// execute_batch. Returns every statement's result, in order.
+    std::vector<pg_result> exec_pipeline(const std::vector<pipelined>& items) {
+        if (PQenterPipelineMode(get()) != 1)
+            throw std::runtime_error(std::string("PQenterPipelineMode: ") + PQerrorMessage(get()));
+        for (const auto& item : items) {
+            std::vector<const char*> values;
+            values.reserve(item.params.size());
+            for (const auto& p : item.params)
+                values.push_back(p ? p->c_str() : nullptr);
+            if (PQsendQueryPrepared(get(), item.name.c_str(), static_cast<int>(values.size()),
+                                    values.data(), nullptr, nullptr, 0) != 1)
+                throw std::runtime_error(std::string("PQsendQueryPrepared: ") +
+                                         PQerrorMessage(get()));
+        }
+        if (PQpipelineSync(get()) != 1)
+            throw std::runtime_error(std::string("PQpipelineSync: ") + PQerrorMessage(get()));
+        std::vector<pg_result> results;
+        std::string failure;
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            pg_result r(PQgetResult(get()));
+            if (!r.get())
+                throw std::runtime_error("pipeline: missing result");
+            const auto st = PQresultStatus(r.get());
+            if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && failure.empty())
+                failure = items[i].name + ": " + PQresultErrorMessage(r.get());
+            const pg_result end(PQgetResult(get())); // the null that ends each statement
+            results.push_back(std::move(r));
+        }
+        const pg_result sync(PQgetResult(get()));
+        if (!sync.get() || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC)
+            throw std::runtime_error("pipeline: no sync result");
+        if (PQexitPipelineMode(get()) != 1)
+            throw std::runtime_error(std::string("PQexitPipelineMode: ") + PQerrorMessage(get()));
+        if (!failure.empty())
+            throw std::runtime_error("PostgreSQL pipeline " + failure);
+        return results;
+    }
+
+private:
+    struct deleter {
+        void operator()(PGconn* c) const noexcept { PQfinish(c); }
+    };
+    std::unique_ptr<PGconn, deleter> m_conn;
+};
+
+// ------------------------------------------------------------------ bare Connector/C++
+
+using my_param = std::variant<std::nullptr_t, std::int64_t, std::string>;
+
+/// A server-side prepared statement with sqlock's $N -> ? parameter order.
+class my_statement {
+public:
+    my_statement(sql::Connection& conn, const std::string& sqlock_text) {
+        auto r = rewrite_placeholders(sqlock_text, true);
+        m_order = std::move(r.order);
+        m_stmt.reset(conn.prepareStatement(r.text));
+    }
+    void bind(const std::vector<my_param>& params) {
+        for (std::size_t i = 0; i < m_order.size(); ++i) {
+            const auto index = static_cast<unsigned int>(i + 1);
+            const my_param& v = params.at(static_cast<std::size_t>(m_order[i]));
+            if (const auto* n = std::get_if<std::int64_t>(&v))
+                m_stmt->setInt64(index, *n);
+            else if (const auto* s = std::get_if<std::string>(&v))
+                m_stmt->setString(index, sql::SQLString(*s));
+            else
+                m_stmt->setNull(index, sql::DataType::VARCHAR);
+        }
+    }
+    /// Rows as text (NULL -> "").
+    std::vector<std::vector<std::string>> query(const std::vector<my_param>& params) {
+        bind(params);
+        const std::unique_ptr<sql::ResultSet> rs(m_stmt->executeQuery());
+        const auto columns = rs->getMetaData()->getColumnCount();
+        std::vector<std::vector<std::string>> rows;
+        while (rs->next()) {
+            auto& r = rows.emplace_back();
+            for (unsigned int c = 1; c <= columns; ++c)
+                r.push_back(rs->isNull(c) ? std::string() : rs->getString(c).asStdString());
+        }
+        return rows;
+    }
+    int update(const std::vector<my_param>& params) {
+        bind(params);
+        return m_stmt->executeUpdate();
+    }
+
+private:
+    std::unique_ptr<sql::PreparedStatement> m_stmt;
+    std::vector<int> m_order;
+};
+
+/// A Connector/C++ connection with sqlock's session settings.
+inline std::unique_ptr<sql::Connection> my_connect(const std::string& url, bool autocommit) {
+    const mysql_target t = parse_mysql_url(url);
+    sql::ConnectOptionsMap options;
+    options["hostName"] = sql::SQLString("tcp://" + t.host + ":" + std::to_string(t.port));
+    options["userName"] = sql::SQLString(t.user);
+    options["password"] = sql::SQLString(t.password);
+    if (!t.database.empty())
+        options["schema"] = sql::SQLString(t.database);
+    options["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
+    options["OPT_CONNECT_TIMEOUT"] = 5;
+    options["OPT_READ_TIMEOUT"] = 30;
+    options["OPT_WRITE_TIMEOUT"] = 30;
+    options["OPT_RECONNECT"] = false;
+    std::unique_ptr<sql::Connection> conn(
+        sql::mysql::get_mysql_driver_instance()->connect(options));
+    const std::unique_ptr<sql::Statement> s(conn->createStatement());
+    s->execute("SET SESSION sql_mode = 'STRICT_ALL_TABLES,STRICT_TRANS_TABLES,"
+               "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00', "
+               "autocommit = 1");
+    if (!autocommit)
+        s->execute("SET SESSION autocommit = 0");
+    return conn;
+}
+
+// ------------------------------------------------------------------ bare sqlite3
+
+class sqlite_stmt {
+public:
+    sqlite_stmt() = default;
+    sqlite_stmt(sqlite3* db, const std::string& sql) : m_db(db) {
+        sqlite3_stmt* raw = nullptr;
+        if (sqlite3_prepare_v3(db, sql.c_str(), static_cast<int>(sql.size()),
+                               SQLITE_PREPARE_PERSISTENT, &raw, nullptr) != SQLITE_OK)
+            throw std::runtime_error(std::string("sqlite prepare: ") + sqlite3_errmsg(db) + ": " +
+                                     sql.substr(0, 80));
+        m_stmt.reset(raw);
+    }
+    using param = std::variant<std::nullptr_t, std::int64_t, std::string>;
+    /// Binds ?1..?N, steps to the end; rows as text (NULL -> ""). Throws on failure.
+    std::vector<std::vector<std::string>> run(const std::vector<param>& params = {}) {
+        sqlite3_stmt* s = m_stmt.get();
+        sqlite3_reset(s);
+        sqlite3_clear_bindings(s);
+        for (std::size_t i = 0; i < params.size(); ++i) {
+            const int index = static_cast<int>(i + 1);
+            int rc = SQLITE_OK;
+            if (const auto* n = std::get_if<std::int64_t>(&params[i]))
+                rc = sqlite3_bind_int64(s, index, *n);
+            else if (const auto* t = std::get_if<std::string>(&params[i]))
+                rc = sqlite3_bind_text64(s, index, t->data(), t->size(), SQLITE_TRANSIENT,
+                                         SQLITE_UTF8);
+            else
+                rc = sqlite3_bind_null(s, index);
+            if (rc != SQLITE_OK)
+                throw std::runtime_error(std::string("sqlite bind: ") + sqlite3_errmsg(m_db));
+        }
+        std::vector<std::vector<std::string>> rows;
+        for (;;) {
+            const int rc = sqlite3_step(s);
+            if (rc == SQLITE_ROW) {
+                auto& r = rows.emplace_back();
+                for (int c = 0; c < sqlite3_column_count(s); ++c) {
+                    const unsigned char* text = sqlite3_column_text(s, c);
+                    r.emplace_back(text ? reinterpret_cast<const char*>(text) : "");
+                }
+                continue;
+            }
+            if (rc == SQLITE_DONE)
+                break;
+            const std::string why = sqlite3_errmsg(m_db);
+            sqlite3_reset(s);
+            throw std::runtime_error("sqlite step: " + why);
+        }
+        sqlite3_reset(s);
+        return rows;
+    }
+
+private:
+    struct finalizer {
+        void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
+    };
+    sqlite3* m_db = nullptr;
+    std::unique_ptr<sqlite3_stmt, finalizer> m_stmt;
+};
+
+class sqlite_db {
+public:
+    explicit sqlite_db(const std::string& path) {
+        sqlite3* raw = nullptr;
+        const int rc = sqlite3_open_v2(
+            path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+            nullptr);
+        m_db.reset(raw);
+        if (rc != SQLITE_OK)
+            throw std::runtime_error("sqlite open " + path + ": " +
+                                     (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+        sqlite3_extended_result_codes(raw, 1);
+        sqlite3_busy_timeout(raw, 5000);
+    }
+    sqlite3* get() const { return m_db.get(); }
+    std::int64_t changes() const { return sqlite3_changes64(m_db.get()); }
+    void exec(const std::string& sql) {
+        char* message = nullptr;
+        if (sqlite3_exec(get(), sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+            const std::string why = message ? message : sqlite3_errmsg(get());
+            sqlite3_free(message);
+            throw std::runtime_error("sqlite: " + sql.substr(0, 60) + ": " + why);
+        }
+    }
+
+private:
+    struct closer {
+        void operator()(sqlite3* d) const noexcept { sqlite3_close_v2(d); }
+    };
+    std::unique_ptr<sqlite3, closer> m_db;
+};
+
+} // namespace bench
