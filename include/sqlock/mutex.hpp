@@ -20,8 +20,8 @@ class mutex_impl;
 /// How a lock is represented in the database (see README "Strategies").
 enum class strategy {
     unique_key,         ///< a lease row under a primary key; expires after ttl
-    select_for_update,  ///< a row lock held by an open transaction (not yet available)
-    optimistic_version, ///< compare-and-set on a version column (not yet available)
+    select_for_update,  ///< a row lock held by an open transaction on a pinned connection
+    optimistic_version, ///< compare-and-set on a version column, no lock between statements
 };
 
 /// "unique_key", "select_for_update" or "optimistic_version".
@@ -76,7 +76,8 @@ struct mutex_options {
 /// all hosts that share the database.
 ///
 /// Ownership: the owner of a grant is this mutex object on the thread that locked it. That
-/// thread may lock again (re-entrant): the hold count in the lock row goes up, and the same
+/// thread may lock again (re-entrant): the hold count goes up (in the lock row for the lease
+/// strategies, locally for select_for_update after a liveness check), and the same
 /// number of unlock() calls releases it. Another thread locking the same mutex object waits
 /// like any other contender.
 ///
@@ -87,8 +88,9 @@ struct mutex_options {
 /// State table (per owner thread):
 ///   unlocked --lock()/try_lock() success--> held(1) --lock()--> held(n+1)
 ///   held(n+1) --unlock()--> held(n);  held(1) --unlock()--> unlocked
-///   held --lease expired and taken over--> lost: owns_lock() may still say true until the
-///   next database operation on it reports the loss; unlock() then returns quietly.
+///   held --lease's local end passed, renewal refused, or session ended--> lost: owns_lock()
+///   is false, lost_reason() says why, stop_token() is requested, on_lost runs once; a
+///   re-entrant lock() throws errc::lock_lost; unlock() returns quietly (see last_loss()).
 ///
 /// Thread safety: all members may be called from any thread. Destroying a held mutex
 /// releases it (without throwing).
