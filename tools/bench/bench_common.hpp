@@ -17,8 +17,11 @@
 #include <cppconn/statement.h>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <libpq-fe.h>
 #include <memory>
 #include <mysql_driver.h>
@@ -41,6 +44,7 @@ namespace bench {
 
 // ------------------------------------------------------------------ time and statistics
 
+/// steady_clock is CLOCK_MONOTONIC on Linux: one clock for every process on the host.
 inline std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
@@ -144,6 +148,57 @@ inline void write_file(const std::string& path, const std::string& text) {
         throw std::runtime_error("cannot write " + path);
 }
 
+// ------------------------------------------------------------------ command line
+
+struct usage_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/// The whole of `text` as an integer, else a usage_error naming `flag`.
+inline std::int64_t parse_int(std::string_view flag, const std::string& text) {
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+        v = std::stoll(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size())
+        throw usage_error(std::string(flag) + ": not an integer: " + text);
+    return v;
+}
+
+/// The whole of `text` as a finite number, else a usage_error naming `flag`.
+inline double parse_double(std::string_view flag, const std::string& text) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+        v = std::stod(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size() || !std::isfinite(v))
+        throw usage_error(std::string(flag) + ": not a number: " + text);
+    return v;
+}
+
+/// Walks argv as "--flag value" pairs, calling handle(flag, value) for each; -h / --help prints
+/// `usage` and exits 0, a flag without a value is a usage_error.
+template <class Handler>
+void for_each_option(int argc, char** argv, const char* usage, Handler&& handle) {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "-h" || a == "--help") {
+            std::cout << usage;
+            std::exit(0);
+        }
+        if (i + 1 >= args.size())
+            throw usage_error("missing value after " + a);
+        handle(a, args[++i]);
+    }
+}
+
 // ------------------------------------------------------------------ URLs
 
 enum class backend { postgresql, mysql, sqlite };
@@ -206,7 +261,8 @@ struct mysql_target {
     std::string database;
 };
 
-inline mysql_target parse_mysql_url(std::string_view url) {
+/// With strict_port a port that is not all digits is a usage_error (else std::stoi's leniency).
+inline mysql_target parse_mysql_url(std::string_view url, bool strict_port = false) {
     mysql_target t;
     std::string_view rest = url.substr(url.find("://") + 3);
     rest = rest.substr(0, rest.find('?'));
@@ -224,7 +280,8 @@ inline mysql_target parse_mysql_url(std::string_view url) {
     }
     const std::size_t colon = authority.rfind(':');
     if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
-        t.port = std::stoi(std::string(authority.substr(colon + 1)));
+        const std::string port(authority.substr(colon + 1));
+        t.port = strict_port ? static_cast<int>(parse_int("port", port)) : std::stoi(port);
         authority = authority.substr(0, colon);
     }
     if (!authority.empty())

@@ -41,9 +41,7 @@ steps of a `sqlock run` (connect, lock + unlock, teardown) inside a fresh proces
 Exit status: 0 ok; 1 a command failed; 2 usage.
 )";
 
-struct usage_error : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
+using bench::usage_error;
 
 struct config {
     std::string sqlock_path;
@@ -219,16 +217,7 @@ std::string json(const std::vector<item>& items, const config& cfg) {
 
 config parse_args(int argc, char** argv) {
     config cfg;
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "-h" || a == "--help") {
-            std::cout << usage_text;
-            std::exit(0);
-        }
-        if (i + 1 >= args.size())
-            throw usage_error("missing value after " + a);
-        const std::string& v = args[++i];
+    bench::for_each_option(argc, argv, usage_text, [&](const std::string& a, const std::string& v) {
         if (a == "--sqlock") {
             cfg.sqlock_path = v;
         } else if (a == "--url") {
@@ -246,7 +235,7 @@ config parse_args(int argc, char** argv) {
         } else {
             throw usage_error("unknown option " + a);
         }
-    }
+    });
     if (cfg.sqlock_path.empty() || cfg.urls.empty())
         throw usage_error("--sqlock and at least one --url are required");
     if (cfg.runs < 1 || cfg.runs > 10'000)

@@ -12,6 +12,8 @@
 // Modes: unique_key, select_for_update, optimistic_version (sqlock::mutex with that strategy, TTL
 // 30 s), pg_advisory (raw libpq pg_advisory_lock/unlock), mysql_get_lock (Connector/C++
 // GET_LOCK/RELEASE_LOCK). See tools/bench/README.md.
+#include "bench_common.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -67,9 +69,7 @@ Exit status: 0 ok; 1 a worker failed or mutual exclusion / token order was viola
 constexpr std::string_view lock_name = "sqlock-bench:handoff";
 constexpr std::int64_t pg_advisory_key = 7'316'054'219'853'413'377; // fixed, arbitrary
 
-struct usage_error : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
+using bench::usage_error;
 
 enum class mode { unique_key, select_for_update, optimistic_version, pg_advisory, mysql_get_lock };
 
@@ -88,13 +88,6 @@ bool is_sqlock_mode(mode m) {
     return m == mode::unique_key || m == mode::select_for_update || m == mode::optimistic_version;
 }
 
-std::int64_t now_ns() {
-    // steady_clock is CLOCK_MONOTONIC on Linux: one clock for every process on the host.
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 /// One grant as a worker saw it. Written raw to the worker's result file.
 struct record {
     std::int64_t t_acq = 0;       ///< lock() returned
@@ -110,44 +103,9 @@ struct grant {
 
 // ------------------------------------------------------------------ argument parsing
 
-double parse_double(std::string_view flag, const std::string& text) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || !std::isfinite(v))
-        throw usage_error(std::string(flag) + ": not a number: " + text);
-    return v;
-}
-
-std::int64_t parse_int(std::string_view flag, const std::string& text) {
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-        v = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size())
-        throw usage_error(std::string(flag) + ": not an integer: " + text);
-    return v;
-}
-
 config parse_args(int argc, char** argv) {
     config cfg;
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "-h" || a == "--help") {
-            std::cout << usage_text;
-            std::exit(0);
-        }
-        if (i + 1 >= args.size())
-            throw usage_error("missing value after " + a);
-        const std::string& v = args[++i];
+    bench::for_each_option(argc, argv, usage_text, [&](const std::string& a, const std::string& v) {
         if (a == "--url") {
             cfg.url = v;
         } else if (a == "--mode") {
@@ -165,20 +123,20 @@ config parse_args(int argc, char** argv) {
             else
                 throw usage_error("unknown --mode " + v);
         } else if (a == "--processes") {
-            const std::int64_t n = parse_int(a, v);
+            const std::int64_t n = bench::parse_int(a, v);
             if (n < 1 || n > 256)
                 throw usage_error("--processes must be 1..256");
             cfg.processes = static_cast<int>(n);
         } else if (a == "--seconds") {
-            cfg.seconds = parse_double(a, v);
+            cfg.seconds = bench::parse_double(a, v);
             if (cfg.seconds <= 0 || cfg.seconds > 3600)
                 throw usage_error("--seconds must be in (0, 3600]");
         } else if (a == "--warmup") {
-            cfg.warmup = parse_double(a, v);
+            cfg.warmup = bench::parse_double(a, v);
             if (cfg.warmup < 0 || cfg.warmup > 600)
                 throw usage_error("--warmup must be in [0, 600]");
         } else if (a == "--hold-us") {
-            cfg.hold_us = parse_int(a, v);
+            cfg.hold_us = bench::parse_int(a, v);
             if (cfg.hold_us < 0 || cfg.hold_us > 10'000'000)
                 throw usage_error("--hold-us must be 0..10000000");
         } else if (a == "--json") {
@@ -186,7 +144,7 @@ config parse_args(int argc, char** argv) {
         } else {
             throw usage_error("unknown option " + a);
         }
-    }
+    });
     if (cfg.url.empty() || cfg.mode_name.empty() || cfg.processes == 0 || cfg.seconds == 0)
         throw usage_error("--url, --mode, --processes and --seconds are required");
     const auto starts_with = [&](std::string_view p) {
@@ -293,60 +251,10 @@ private:
     std::string m_key;
 };
 
-std::string percent_decode(std::string_view s) {
-    std::string out;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == '%' && i + 2 < s.size() &&
-            std::isxdigit(static_cast<unsigned char>(s[i + 1])) != 0 &&
-            std::isxdigit(static_cast<unsigned char>(s[i + 2])) != 0) {
-            out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
-            i += 2;
-        } else {
-            out += s[i];
-        }
-    }
-    return out;
-}
-
-/// mysql://user:password@host:port/db (also mariadb://), as far as this benchmark needs it.
-struct mysql_target {
-    std::string host = "127.0.0.1";
-    int port = 3306;
-    std::string user;
-    std::string password;
-    std::string database;
-};
-
-mysql_target parse_mysql_url(std::string_view url) {
-    mysql_target t;
-    std::string_view rest = url.substr(url.find("://") + 3);
-    rest = rest.substr(0, rest.find('?'));
-    const std::size_t slash = rest.find('/');
-    std::string_view authority = rest.substr(0, slash);
-    if (slash != std::string_view::npos)
-        t.database = percent_decode(rest.substr(slash + 1));
-    if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
-        const std::string_view userinfo = authority.substr(0, at);
-        const std::size_t colon = userinfo.find(':');
-        t.user = percent_decode(userinfo.substr(0, colon));
-        if (colon != std::string_view::npos)
-            t.password = percent_decode(userinfo.substr(colon + 1));
-        authority = authority.substr(at + 1);
-    }
-    std::size_t colon = authority.rfind(':');
-    if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
-        t.port = static_cast<int>(parse_int("port", std::string(authority.substr(colon + 1))));
-        authority = authority.substr(0, colon);
-    }
-    if (!authority.empty())
-        t.host = std::string(authority);
-    return t;
-}
-
 class mysql_get_lock_locker final : public locker {
 public:
     explicit mysql_get_lock_locker(const std::string& url) {
-        const mysql_target t = parse_mysql_url(url);
+        const bench::mysql_target t = bench::parse_mysql_url(url, true);
         sql::ConnectOptionsMap options;
         options["hostName"] = sql::SQLString("tcp://" + t.host + ":" + std::to_string(t.port));
         options["userName"] = sql::SQLString(t.user);
@@ -468,11 +376,11 @@ int run_worker(const config& cfg, int index, int ready_fd, int start_fd, const s
             records.reserve(static_cast<std::size_t>(std::min(expected, 4'000'000.0)));
             for (;;) {
                 const std::int64_t token = lk->acquire();
-                const std::int64_t t_acq = now_ns();
+                const std::int64_t t_acq = bench::now_ns();
                 if (hold_ns > 0)
-                    while (now_ns() - t_acq < hold_ns) {
+                    while (bench::now_ns() - t_acq < hold_ns) {
                     }
-                const std::int64_t t_rel_start = now_ns();
+                const std::int64_t t_rel_start = bench::now_ns();
                 lk->release();
                 records.push_back({t_acq, t_rel_start, token});
                 if (t_rel_start >= start.t_end)
@@ -515,22 +423,6 @@ struct results {
     std::vector<std::string> violation_examples; ///< the first few, for the report
 };
 
-std::string fixed(double v, int digits) {
-    std::ostringstream s;
-    s << std::fixed << std::setprecision(digits) << v;
-    return s.str();
-}
-
-double median_of_sorted(const std::vector<double>& v) {
-    const std::size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-double percentile_of_sorted(const std::vector<double>& v, double p) { // nearest rank
-    const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(v.size())));
-    return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
-}
-
 results analyse(std::vector<grant>& all, const config& cfg, std::int64_t t_go,
                 std::int64_t t_measure, std::int64_t t_end) {
     results res;
@@ -541,7 +433,7 @@ results analyse(std::vector<grant>& all, const config& cfg, std::int64_t t_go,
     // Mutual exclusion and token order over every grant, warm-up and drain included.
     // Times in examples are ms since the measured window opened (negative: warm-up).
     const auto at_ms = [&](std::int64_t t) {
-        return fixed(static_cast<double>(t - t_measure) / 1e6, 3) + " ms";
+        return bench::fixed(static_cast<double>(t - t_measure) / 1e6, 3) + " ms";
     };
     std::int64_t latest_release = std::numeric_limits<std::int64_t>::min();
     std::size_t latest_holder = 0;
@@ -608,8 +500,8 @@ results analyse(std::vector<grant>& all, const config& cfg, std::int64_t t_go,
     res.max_wait_ms = static_cast<double>(max_wait_ns) / 1e6;
     if (!handoff_us.empty()) {
         std::sort(handoff_us.begin(), handoff_us.end());
-        res.handoff_median_us = median_of_sorted(handoff_us);
-        res.handoff_p99_us = percentile_of_sorted(handoff_us, 0.99);
+        res.handoff_median_us = bench::median_of_sorted(handoff_us);
+        res.handoff_p99_us = bench::percentile_of_sorted(handoff_us, 0.99);
         res.handoff_max_us = handoff_us.back();
     }
     const auto [lo, hi] = std::minmax_element(res.per_process.begin(), res.per_process.end());
@@ -619,7 +511,7 @@ results analyse(std::vector<grant>& all, const config& cfg, std::int64_t t_go,
 }
 
 std::string json_number(const std::optional<double>& v, int digits) {
-    return v ? fixed(*v, digits) : "null";
+    return v ? bench::fixed(*v, digits) : "null";
 }
 
 std::string backend_of(const std::string& url) {
@@ -636,23 +528,24 @@ void print_results(const config& cfg, const results& r) {
     std::cout << "mode " << cfg.mode_name << " on " << backend_of(cfg.url) << ": " << cfg.processes
               << " processes, " << cfg.seconds << " s measured (after " << cfg.warmup
               << " s warm-up), hold " << cfg.hold_us << " us\n";
-    std::cout << "  grants           " << r.grants << " (" << fixed(r.grants_per_second, 1)
+    std::cout << "  grants           " << r.grants << " (" << bench::fixed(r.grants_per_second, 1)
               << "/s)\n";
     std::cout << "  per process      ";
     for (std::size_t i = 0; i < r.per_process.size(); ++i)
         std::cout << (i ? " " : "") << r.per_process[i];
     std::cout << "\n  fairness         "
-              << (r.fairness ? fixed(*r.fairness, 2) : std::string("inf (a process starved)"))
+              << (r.fairness ? bench::fixed(*r.fairness, 2)
+                             : std::string("inf (a process starved)"))
               << " (most/fewest grants per process)\n";
     std::cout << "  handoffs         " << r.handoffs << " between different processes\n";
     if (r.handoff_median_us)
-        std::cout << "  handoff          median " << fixed(*r.handoff_median_us, 1) << " us, p99 "
-                  << fixed(*r.handoff_p99_us, 1) << " us, max " << fixed(*r.handoff_max_us, 1)
-                  << " us\n";
+        std::cout << "  handoff          median " << bench::fixed(*r.handoff_median_us, 1)
+                  << " us, p99 " << bench::fixed(*r.handoff_p99_us, 1) << " us, max "
+                  << bench::fixed(*r.handoff_max_us, 1) << " us\n";
     std::cout << "  same-process     " << r.same_process_regrants
               << " grants went straight back to the process that had just released ("
-              << fixed(100.0 * r.same_process_fraction, 1) << "%)\n";
-    std::cout << "  longest wait     " << fixed(r.max_wait_ms, 2)
+              << bench::fixed(100.0 * r.same_process_fraction, 1) << "%)\n";
+    std::cout << "  longest wait     " << bench::fixed(r.max_wait_ms, 2)
               << " ms (one process, from its release to its next grant)\n";
     std::cout << "  mutual exclusion " << r.exclusion_violations << " overlapping holds";
     if (is_sqlock_mode(cfg.bench_mode))
@@ -668,7 +561,7 @@ void write_json(const config& cfg, const results& r) {
       << "\", \"processes\": " << cfg.processes << ", \"seconds\": " << cfg.seconds
       << ", \"warmup_seconds\": " << cfg.warmup << ", \"hold_us\": " << cfg.hold_us
       << ", \"grants\": " << r.grants
-      << ", \"grants_per_second\": " << fixed(r.grants_per_second, 1)
+      << ", \"grants_per_second\": " << bench::fixed(r.grants_per_second, 1)
       << ", \"handoffs\": " << r.handoffs
       << ", \"handoff_median_us\": " << json_number(r.handoff_median_us, 1)
       << ", \"handoff_p99_us\": " << json_number(r.handoff_p99_us, 1)
@@ -678,8 +571,8 @@ void write_json(const config& cfg, const results& r) {
         f << (i ? ", " : "") << r.per_process[i];
     f << "], \"fairness_ratio\": " << json_number(r.fairness, 3)
       << ", \"same_process_regrants\": " << r.same_process_regrants
-      << ", \"same_process_regrant_fraction\": " << fixed(r.same_process_fraction, 4)
-      << ", \"max_wait_ms\": " << fixed(r.max_wait_ms, 3)
+      << ", \"same_process_regrant_fraction\": " << bench::fixed(r.same_process_fraction, 4)
+      << ", \"max_wait_ms\": " << bench::fixed(r.max_wait_ms, 3)
       << ", \"mutual_exclusion_violations\": " << r.exclusion_violations
       << ", \"token_order_violations\": " << r.token_violations << "}\n";
     f.close();
@@ -768,10 +661,10 @@ int run(const config& cfg) {
 
     // Start barrier: every worker has connected (and prepared) before any of them starts.
     int ready = 0;
-    const std::int64_t ready_deadline = now_ns() + 60'000'000'000;
+    const std::int64_t ready_deadline = bench::now_ns() + 60'000'000'000;
     while (ready < cfg.processes) {
         pollfd p{ready_pipe[0], POLLIN, 0};
-        const std::int64_t left_ms = (ready_deadline - now_ns()) / 1'000'000;
+        const std::int64_t left_ms = (ready_deadline - bench::now_ns()) / 1'000'000;
         if (left_ms <= 0)
             break;
         const int pr = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left_ms, 1000)));
@@ -787,7 +680,7 @@ int run(const config& cfg) {
     }
     ::close(ready_pipe[0]);
 
-    const std::int64_t t_go = now_ns();
+    const std::int64_t t_go = bench::now_ns();
     const std::int64_t t_measure = t_go + static_cast<std::int64_t>(cfg.warmup * 1e9);
     const std::int64_t t_end = t_measure + static_cast<std::int64_t>(cfg.seconds * 1e9);
     bool failed = false;
@@ -815,7 +708,7 @@ int run(const config& cfg) {
         if (pid < 0)
             break;
         if (pid == 0) {
-            if (now_ns() > reap_deadline) {
+            if (bench::now_ns() > reap_deadline) {
                 std::cerr << "handoff_bench: workers still running 90 s after the end; "
                              "stopping them\n";
                 kill_workers(workers);

@@ -52,9 +52,7 @@ pairs each (default 50).
 Exit status: 0 ok; 1 a variant failed; 2 usage.
 )";
 
-struct usage_error : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
+using bench::usage_error;
 
 struct config {
     std::vector<std::string> urls;
@@ -965,16 +963,7 @@ std::string json(const std::vector<pass>& passes, const config& cfg) {
 
 config parse_args(int argc, char** argv) {
     config cfg;
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "-h" || a == "--help") {
-            std::cout << usage_text;
-            std::exit(0);
-        }
-        if (i + 1 >= args.size())
-            throw usage_error("missing value after " + a);
-        const std::string& v = args[++i];
+    bench::for_each_option(argc, argv, usage_text, [&](const std::string& a, const std::string& v) {
         if (a == "--url") {
             if (!bench::backend_of(v))
                 throw usage_error("unsupported URL scheme: " + v.substr(0, v.find(':')));
@@ -1000,7 +989,7 @@ config parse_args(int argc, char** argv) {
         } else {
             throw usage_error("unknown option " + a);
         }
-    }
+    });
     if (cfg.urls.empty())
         throw usage_error("at least one --url is required");
     if (cfg.rounds < 1 || cfg.rounds > 10'000 || cfg.batch < 1 || cfg.batch > 100'000)

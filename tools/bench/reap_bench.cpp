@@ -15,6 +15,8 @@
 //    bulk row reaped, no live lease reaped" (no bulk row left in list(); every release of the
 //    acquirer and of live-held found its own lease; every live name lockable afterwards).
 // See tools/bench/README.md.
+#include "bench_common.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -64,9 +66,7 @@ Exit status: 0 both verdicts PASS; 1 a verdict FAILed or the run failed; 2 usage
 constexpr double p99_limit_ms = 50.0;
 constexpr int rotating_names = 4;
 
-struct usage_error : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
+using bench::usage_error;
 
 struct config {
     std::string url;
@@ -77,68 +77,27 @@ struct config {
     std::string json_path;
 };
 
-std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 double seconds_since(std::int64_t t0) {
-    return static_cast<double>(now_ns() - t0) / 1e9;
+    return static_cast<double>(bench::now_ns() - t0) / 1e9;
 }
 
 // ------------------------------------------------------------------ argument parsing
 
-std::int64_t parse_int(std::string_view flag, const std::string& text) {
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-        v = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size())
-        throw usage_error(std::string(flag) + ": not an integer: " + text);
-    return v;
-}
-
-double parse_double(std::string_view flag, const std::string& text) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || !std::isfinite(v))
-        throw usage_error(std::string(flag) + ": not a number: " + text);
-    return v;
-}
-
 config parse_args(int argc, char** argv) {
     config cfg;
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "-h" || a == "--help") {
-            std::cout << usage_text;
-            std::exit(0);
-        }
-        if (i + 1 >= args.size())
-            throw usage_error("missing value after " + a);
-        const std::string& v = args[++i];
+    bench::for_each_option(argc, argv, usage_text, [&](const std::string& a, const std::string& v) {
         if (a == "--url") {
             cfg.url = v;
         } else if (a == "--rows") {
-            cfg.rows = parse_int(a, v);
+            cfg.rows = bench::parse_int(a, v);
             if (cfg.rows < 1 || cfg.rows > 100'000'000)
                 throw usage_error("--rows must be 1..100000000");
         } else if (a == "--batch") {
-            cfg.batch = parse_int(a, v);
+            cfg.batch = bench::parse_int(a, v);
             if (cfg.batch < 1 || cfg.batch > 1'000'000)
                 throw usage_error("--batch must be 1..1000000");
         } else if (a == "--baseline") {
-            cfg.baseline_seconds = parse_double(a, v);
+            cfg.baseline_seconds = bench::parse_double(a, v);
             if (cfg.baseline_seconds < 0 || cfg.baseline_seconds > 600)
                 throw usage_error("--baseline must be in [0, 600]");
         } else if (a == "--prefix") {
@@ -148,7 +107,7 @@ config parse_args(int argc, char** argv) {
         } else {
             throw usage_error("unknown option " + a);
         }
-    }
+    });
     if (cfg.url.empty())
         throw usage_error("--url is required");
     return cfg;
@@ -203,59 +162,9 @@ void pg_bulk_insert(const std::string& url, const std::string& locks, std::int64
     exec("ANALYZE " + table); // as autovacuum would have done on a table that grew over time
 }
 
-std::string percent_decode(std::string_view s) {
-    std::string out;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == '%' && i + 2 < s.size() &&
-            std::isxdigit(static_cast<unsigned char>(s[i + 1])) != 0 &&
-            std::isxdigit(static_cast<unsigned char>(s[i + 2])) != 0) {
-            out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
-            i += 2;
-        } else {
-            out += s[i];
-        }
-    }
-    return out;
-}
-
-/// mysql://user:password@host:port/db (also mariadb://), as far as this benchmark needs it.
-struct mysql_target {
-    std::string host = "127.0.0.1";
-    int port = 3306;
-    std::string user;
-    std::string password;
-    std::string database;
-};
-
-mysql_target parse_mysql_url(std::string_view url) {
-    mysql_target t;
-    std::string_view rest = url.substr(url.find("://") + 3);
-    rest = rest.substr(0, rest.find('?'));
-    const std::size_t slash = rest.find('/');
-    std::string_view authority = rest.substr(0, slash);
-    if (slash != std::string_view::npos)
-        t.database = percent_decode(rest.substr(slash + 1));
-    if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
-        const std::string_view userinfo = authority.substr(0, at);
-        const std::size_t colon = userinfo.find(':');
-        t.user = percent_decode(userinfo.substr(0, colon));
-        if (colon != std::string_view::npos)
-            t.password = percent_decode(userinfo.substr(colon + 1));
-        authority = authority.substr(at + 1);
-    }
-    const std::size_t colon = authority.rfind(':');
-    if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
-        t.port = static_cast<int>(parse_int("port", std::string(authority.substr(colon + 1))));
-        authority = authority.substr(0, colon);
-    }
-    if (!authority.empty())
-        t.host = std::string(authority);
-    return t;
-}
-
 /// Returns how the rows were inserted ("seq_1_to_N" or "multi-row INSERT").
 std::string mysql_bulk_insert(const std::string& url, const std::string& locks, std::int64_t rows) {
-    const mysql_target t = parse_mysql_url(url);
+    const bench::mysql_target t = bench::parse_mysql_url(url, true);
     sql::ConnectOptionsMap options;
     options["hostName"] = sql::SQLString("tcp://" + t.host + ":" + std::to_string(t.port));
     options["userName"] = sql::SQLString(t.user);
@@ -303,18 +212,6 @@ std::string mysql_bulk_insert(const std::string& url, const std::string& locks, 
     return how;
 }
 
-std::string sqlite_path(std::string_view url) {
-    std::string_view rest;
-    if (url.rfind("sqlite://", 0) == 0)
-        rest = url.substr(9);
-    else if (url.rfind("sqlite:", 0) == 0)
-        rest = url.substr(7);
-    else
-        throw std::runtime_error("not an sqlite URL: " + std::string(url));
-    rest = rest.substr(0, rest.find('?'));
-    return percent_decode(rest);
-}
-
 void sqlite_bulk_insert(const std::string& url, const std::string& locks, std::int64_t rows) {
     struct db_deleter {
         void operator()(sqlite3* d) const noexcept { sqlite3_close_v2(d); }
@@ -322,7 +219,7 @@ void sqlite_bulk_insert(const std::string& url, const std::string& locks, std::i
     struct stmt_deleter {
         void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
     };
-    const std::string path = sqlite_path(url);
+    const std::string path = bench::sqlite_path(url);
     sqlite3* raw = nullptr;
     const int open_rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
     const std::unique_ptr<sqlite3, db_deleter> db(raw);
@@ -395,9 +292,9 @@ void run_acquirer(const std::stop_token& stop, sqlock::database db, acquirer_sta
     try {
         sqlock::mutex hot(db, "live-hot", options);
         const auto one = [&](sqlock::mutex& m) {
-            const std::int64_t t0 = now_ns();
+            const std::int64_t t0 = bench::now_ns();
             m.lock();
-            st.samples.push_back({t0, now_ns()});
+            st.samples.push_back({t0, bench::now_ns()});
             m.unlock();
             if (m.last_loss() != sqlock::loss_reason::none) {
                 ++st.losses;
@@ -424,12 +321,6 @@ void run_acquirer(const std::stop_token& stop, sqlock::database db, acquirer_sta
 
 // ------------------------------------------------------------------ statistics and output
 
-std::string fixed(double v, int digits) {
-    std::ostringstream s;
-    s << std::fixed << std::setprecision(digits) << v;
-    return s.str();
-}
-
 struct latency {
     std::size_t count = 0;
     std::size_t over_limit = 0; ///< acquisitions that took p99_limit_ms or longer
@@ -442,10 +333,8 @@ latency summarise(std::vector<double> ms) {
     if (ms.empty())
         return l;
     std::sort(ms.begin(), ms.end());
-    const std::size_t n = ms.size();
-    l.median_ms = n % 2 == 1 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
-    const auto rank = static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(n)));
-    l.p99_ms = ms[std::clamp<std::size_t>(rank, 1, n) - 1]; // nearest rank
+    l.median_ms = bench::median_of_sorted(ms);
+    l.p99_ms = bench::percentile_of_sorted(ms, 0.99);
     l.max_ms = ms.back();
     l.over_limit =
         static_cast<std::size_t>(ms.end() - std::lower_bound(ms.begin(), ms.end(), p99_limit_ms));
@@ -453,7 +342,7 @@ latency summarise(std::vector<double> ms) {
 }
 
 std::string json_number(const std::optional<double>& v, int digits) {
-    return v ? fixed(*v, digits) : "null";
+    return v ? bench::fixed(*v, digits) : "null";
 }
 
 std::string json_string(std::string_view s) {
@@ -493,15 +382,16 @@ struct results {
 
 void print_results(const config& cfg, const results& r) {
     const auto ms = [](const std::optional<double>& v) {
-        return v ? fixed(*v, 2) + " ms" : std::string("-");
+        return v ? bench::fixed(*v, 2) + " ms" : std::string("-");
     };
     std::cout << "reap on " << r.backend << ": " << cfg.rows << " expired rows, batch " << cfg.batch
               << ", table prefix " << cfg.prefix << "\n";
     std::cout << "  inserted          " << r.inserted << " bulk rows via " << r.insert_method
-              << " in " << fixed(r.insert_seconds, 2) << " s\n";
+              << " in " << bench::fixed(r.insert_seconds, 2) << " s\n";
     std::cout << "  reaped            " << r.deleted << " rows in " << r.batches << " batches, "
-              << fixed(r.reap_seconds, 3) << " s ("
-              << fixed(r.reap_seconds > 0 ? static_cast<double>(r.deleted) / r.reap_seconds : 0, 0)
+              << bench::fixed(r.reap_seconds, 3) << " s ("
+              << bench::fixed(
+                     r.reap_seconds > 0 ? static_cast<double>(r.deleted) / r.reap_seconds : 0, 0)
               << " rows/s)\n";
     std::cout << "  acquirer baseline " << r.baseline.count
               << " acquisitions before the reap: median " << ms(r.baseline.median_ms) << ", p99 "
@@ -509,11 +399,11 @@ void print_results(const config& cfg, const results& r) {
     std::cout << "  acquirer in reap  " << r.during.count << " acquisitions: median "
               << ms(r.during.median_ms) << ", p99 " << ms(r.during.p99_ms) << ", max "
               << ms(r.during.max_ms) << "; " << r.during.over_limit
-              << " took >= " << fixed(p99_limit_ms, 0) << " ms\n";
+              << " took >= " << bench::fixed(p99_limit_ms, 0) << " ms\n";
     std::cout << "  left after reap   " << r.bulk_left << " bulk rows; live leases lost "
               << r.live_losses << "; live-held " << (r.live_held_survived ? "survived" : "WAS LOST")
               << "; live names lockable " << r.names_lockable << "/" << r.names_total << "\n";
-    std::cout << "  p99 < " << fixed(p99_limit_ms, 0) << " ms            "
+    std::cout << "  p99 < " << bench::fixed(p99_limit_ms, 0) << " ms            "
               << (r.latency_pass ? "PASS" : "FAIL") << "\n";
     std::cout << "  all reaped, no live lost " << (r.correctness_pass ? "PASS" : "FAIL") << "\n";
     for (const std::string& p : r.problems)
@@ -526,9 +416,10 @@ void write_json(const config& cfg, const results& r) {
     f << "{\"backend\": \"" << r.backend << "\", \"rows\": " << cfg.rows
       << ", \"batch\": " << cfg.batch << ", \"insert_method\": \"" << r.insert_method
       << "\", \"inserted\": " << r.inserted
-      << ", \"insert_seconds\": " << fixed(r.insert_seconds, 3) << ", \"reaped\": " << r.deleted
-      << ", \"batches\": " << r.batches << ", \"reap_seconds\": " << fixed(r.reap_seconds, 3)
-      << ", \"rows_per_second\": " << fixed(rate, 0)
+      << ", \"insert_seconds\": " << bench::fixed(r.insert_seconds, 3)
+      << ", \"reaped\": " << r.deleted << ", \"batches\": " << r.batches
+      << ", \"reap_seconds\": " << bench::fixed(r.reap_seconds, 3)
+      << ", \"rows_per_second\": " << bench::fixed(rate, 0)
       << ", \"acquisitions_during_reap\": " << r.during.count
       << ", \"acquire_median_ms\": " << json_number(r.during.median_ms, 3)
       << ", \"acquire_p99_ms\": " << json_number(r.during.p99_ms, 3)
@@ -538,8 +429,8 @@ void write_json(const config& cfg, const results& r) {
       << ", \"baseline_median_ms\": " << json_number(r.baseline.median_ms, 3)
       << ", \"baseline_p99_ms\": " << json_number(r.baseline.p99_ms, 3)
       << ", \"baseline_max_ms\": " << json_number(r.baseline.max_ms, 3)
-      << ", \"p99_limit_ms\": " << fixed(p99_limit_ms, 0) << ", \"bulk_rows_left\": " << r.bulk_left
-      << ", \"live_leases_lost\": " << r.live_losses
+      << ", \"p99_limit_ms\": " << bench::fixed(p99_limit_ms, 0)
+      << ", \"bulk_rows_left\": " << r.bulk_left << ", \"live_leases_lost\": " << r.live_losses
       << ", \"live_held_survived\": " << (r.live_held_survived ? "true" : "false")
       << ", \"live_names_lockable\": " << r.names_lockable << ", \"live_names\": " << r.names_total
       << ", \"latency_pass\": " << (r.latency_pass ? "true" : "false")
@@ -567,7 +458,7 @@ int run(const config& cfg) {
     r.backend = std::string(sqlock::to_string(db.backend()));
 
     // 1. Expired rows, straight through the driver.
-    const std::int64_t t_insert = now_ns();
+    const std::int64_t t_insert = bench::now_ns();
     switch (db.backend()) {
     case sqlock::backend_kind::postgresql:
         pg_bulk_insert(cfg.url, locks, cfg.rows);
@@ -611,15 +502,15 @@ int run(const config& cfg) {
     sqlock::database acq_db = sqlock::connect(cfg.url, options);
     std::jthread acquirer([&](const std::stop_token& stop) { run_acquirer(stop, acq_db, st); });
     // Warm-up: one full cycle (first use of each name, prepared statements) is not counted.
-    const std::int64_t warm_deadline = now_ns() + 30'000'000'000;
+    const std::int64_t warm_deadline = bench::now_ns() + 30'000'000'000;
     while (st.cycles.load(std::memory_order_acquire) < rotating_names && !st.failed &&
-           now_ns() < warm_deadline)
+           bench::now_ns() < warm_deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    const std::int64_t t_baseline = now_ns();
+    const std::int64_t t_baseline = bench::now_ns();
     std::this_thread::sleep_for(std::chrono::duration<double>(cfg.baseline_seconds));
 
     // 3. The reap.
-    const std::int64_t t_reap = now_ns();
+    const std::int64_t t_reap = bench::now_ns();
     std::optional<std::string> reap_error;
     try {
         const sqlock::reap_result res = db.reap({.batch = static_cast<std::size_t>(cfg.batch)});
@@ -629,7 +520,7 @@ int run(const config& cfg) {
         reap_error = std::string("reap: sqlock error (") +
                      std::string(sqlock::to_string(e.code())) + "): " + e.what();
     }
-    const std::int64_t t_reap_end = now_ns();
+    const std::int64_t t_reap_end = bench::now_ns();
     r.reap_seconds = static_cast<double>(t_reap_end - t_reap) / 1e9;
     acquirer.request_stop();
     acquirer.join();

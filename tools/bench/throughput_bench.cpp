@@ -30,9 +30,7 @@ of S seconds (default 1.0) after a warm-up (default 0.3 s).
 Exit status: 0 ok; 1 a configuration failed; 2 usage.
 )";
 
-struct usage_error : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
+using bench::usage_error;
 
 struct config {
     std::vector<std::string> urls;
@@ -203,16 +201,7 @@ std::string json(const std::vector<cell>& cells, const config& cfg) {
 
 config parse_args(int argc, char** argv) {
     config cfg;
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "-h" || a == "--help") {
-            std::cout << usage_text;
-            std::exit(0);
-        }
-        if (i + 1 >= args.size())
-            throw usage_error("missing value after " + a);
-        const std::string& v = args[++i];
+    bench::for_each_option(argc, argv, usage_text, [&](const std::string& a, const std::string& v) {
         if (a == "--url") {
             if (!bench::backend_of(v))
                 throw usage_error("unsupported URL scheme: " + v.substr(0, v.find(':')));
@@ -241,7 +230,7 @@ config parse_args(int argc, char** argv) {
         } else {
             throw usage_error("unknown option " + a);
         }
-    }
+    });
     if (cfg.urls.empty())
         throw usage_error("at least one --url is required");
     if (!(cfg.seconds > 0 && cfg.seconds <= 600) || !(cfg.warmup >= 0 && cfg.warmup <= 60) ||
