@@ -10,25 +10,15 @@
 # (the table is printed either way). See tools/bench/README.md for how to read the numbers.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-SELF="$ROOT/tools/bench/run_handoff.sh"
-BUILD="$ROOT/build/release"
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 BENCH="$BUILD/tools/bench/sqlock_handoff_bench"
-OUT="$BUILD/bench"
 PROCESSES=${BENCH_PROCESSES:-4}
 SECONDS_EACH=${BENCH_SECONDS:-10}
 HOLD_US=${BENCH_HOLD_US:-0}
-
-if [[ ${1:-} != --inner ]]; then
-  cd "$ROOT"
-  cmake --preset release -DSQLOCK_BUILD_BENCH=ON >/dev/null
-  cmake --build --preset release --target sqlock_handoff_bench -- --no-print-directory >/dev/null
-  exec "$ROOT/tools/testdb.sh" run "$BUILD/bench-testdb" -- "$SELF" --inner
-fi
+bench_enter "$ROOT/tools/bench/run_handoff.sh" sqlock_handoff_bench bench-testdb "$@"
 
 # ---------------------------------------------------------------- inside testdb.sh run
-: "${SQLOCK_TEST_POSTGRES_URL:?run me without --inner}" "${SQLOCK_TEST_MYSQL_URL:?}"
-mkdir -p "$OUT"
 rm -f "$OUT"/handoff-*.json "$OUT/handoff.json"
 SQLITE_DIR=$(mktemp -d /tmp/sqlock-bench-XXXXXX)
 trap 'rm -rf "$SQLITE_DIR"' EXIT

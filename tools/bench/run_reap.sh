@@ -11,25 +11,15 @@
 # no live lease reaped) is FAIL (the table is printed either way). See tools/bench/README.md.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-SELF="$ROOT/tools/bench/run_reap.sh"
-BUILD="$ROOT/build/release"
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 BENCH="$BUILD/tools/bench/sqlock_reap_bench"
-OUT="$BUILD/bench"
 ROWS=${REAP_ROWS:-100000}
 BATCH=${REAP_BATCH:-1000}
 BASELINE=${REAP_BASELINE:-1}
-
-if [[ ${1:-} != --inner ]]; then
-  cd "$ROOT"
-  cmake --preset release -DSQLOCK_BUILD_BENCH=ON >/dev/null
-  cmake --build --preset release --target sqlock_reap_bench -- --no-print-directory >/dev/null
-  exec "$ROOT/tools/testdb.sh" run "$BUILD/reap-testdb" -- "$SELF" --inner
-fi
+bench_enter "$ROOT/tools/bench/run_reap.sh" sqlock_reap_bench reap-testdb "$@"
 
 # ---------------------------------------------------------------- inside testdb.sh run
-: "${SQLOCK_TEST_POSTGRES_URL:?run me without --inner}" "${SQLOCK_TEST_MYSQL_URL:?}"
-mkdir -p "$OUT"
 rm -f "$OUT"/reap-*.json "$OUT/reap.json"
 SQLITE_DIR=$(mktemp -d /tmp/sqlock-reap-XXXXXX)
 trap 'rm -rf "$SQLITE_DIR"' EXIT
