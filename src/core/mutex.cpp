@@ -4,6 +4,7 @@
 #include "core/owner.hpp"
 #include "strategies/strategy.hpp"
 
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -177,6 +178,8 @@ public:
     std::shared_ptr<active_hold> m_held;
     std::string m_last_error;
     loss_reason m_last_loss = loss_reason::none;
+    /// The last grant had to wait for someone: the next lock() queues at once (attempt_state).
+    std::atomic<bool> m_contended{false};
 };
 
 } // namespace detail
@@ -274,11 +277,14 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
     }
 
     detail::backoff delay(impl.m_options.retry_min, impl.m_options.retry_max);
+    detail::attempt_state attempts; // a place in a server-side queue: left when we return
+    attempts.queue_first = impl.m_contended.load(std::memory_order_relaxed);
     for (;;) {
         db.count_acquire_attempt();
         const auto seen = db.wakeups().generation(impl.m_name);
         try {
-            if (auto g = impl.m_strategy->try_acquire(db, req, detail::wait_budget(deadline))) {
+            if (auto g = impl.m_strategy->try_acquire(db, req, detail::wait_budget(deadline),
+                                                      attempts)) {
                 auto hold = std::make_shared<detail::active_hold>();
                 hold->db = impl.m_db.impl();
                 hold->strategy = impl.m_strategy;
@@ -289,6 +295,7 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
                 hold->renew = impl.m_options.renew;
                 hold->on_lost = impl.m_options.on_lost;
                 hold->current = std::move(*g);
+                impl.m_contended.store(attempts.contended, std::memory_order_relaxed);
                 hold->next_renewal = std::chrono::steady_clock::now() + impl.m_options.ttl / 3;
                 {
                     std::lock_guard lock(impl.m_state_mutex);

@@ -45,6 +45,9 @@ enum class statement : std::size_t {
     fu_check,       ///< -> 1 row: the holding session is alive
     fu_create_row,  ///< (pool) $1 name: create the row to lock, if missing
     fu_next_token,  ///< (pool) -> 1 row (token), for backends whose fu_lock returns NULL
+    // unique_key's server-side queue (PostgreSQL; no-ops elsewhere), on a pinned session:
+    uk_queue_enter, ///< $1 name -> 1 row (waited 0/1): take the name's queue lock, per fu_wait
+    uk_queue_leave, ///< $1 name: give it up
     // optimistic_version (pool):
     ov_read,     ///< $1 name -> 0..1 row (token, owner, hold_count, live)
     ov_create,   ///< $1 name: create a free row if missing (never fails on a race)
@@ -88,6 +91,8 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "fu_check",
     "fu_create_row",
     "fu_next_token",
+    "uk_queue_enter",
+    "uk_queue_leave",
     "ov_read",
     "ov_create",
     "ov_acquire",

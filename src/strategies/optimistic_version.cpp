@@ -44,7 +44,8 @@ std::optional<version_row> read_row(database_impl& db, std::string_view name) {
 class optimistic_version_strategy final : public lock_strategy {
 public:
     std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
-                                     std::chrono::milliseconds /*wait: polls instead*/) override {
+                                     std::chrono::milliseconds /*wait: polls instead*/,
+                                     attempt_state& /*state*/) override {
         auto row = read_row(db, req.name);
         if (!row) {
             db.run(statement::ov_create, {req.name});
@@ -71,7 +72,7 @@ public:
         }
         if (!token)
             return std::nullopt; // another acquirer's CAS came first
-        return grant{*token, 1, lease_end(sent, req.ttl), {}};
+        return grant{*token, 1, lease_end(sent, req.ttl), {}, {}};
     }
 
     grant reenter(database_impl& db, const lock_request& req, const grant& held) override {

@@ -26,7 +26,8 @@ public:
     bool waits_server_side() const noexcept override { return true; }
 
     std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
-                                     std::chrono::milliseconds wait) override {
+                                     std::chrono::milliseconds wait,
+                                     attempt_state& /*state*/) override {
         wait = clamp_to_io_timeout(db, wait);
         for (int attempt = 0;; ++attempt) {
             auto s = db.pin(req.name);
@@ -78,7 +79,7 @@ public:
                     throw;
                 }
             }
-            return grant{token, 1, lease_end(sent, req.ttl), pin_shared(db, std::move(s))};
+            return grant{token, 1, lease_end(sent, req.ttl), pin_shared(db, std::move(s)), {}};
         }
     }
 

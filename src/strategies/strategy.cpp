@@ -43,7 +43,7 @@ grant renew_lease(database_impl& db, const lock_request& req, const grant& held)
 std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend) {
     switch (s) {
     case strategy::unique_key:
-        return make_unique_key_strategy();
+        return make_unique_key_strategy(backend);
     case strategy::select_for_update:
         return make_select_for_update_strategy();
     case strategy::optimistic_version:

@@ -13,6 +13,8 @@
 
 namespace sqlock::detail {
 
+class queue_seat;
+
 /// A grant as the database confirmed it.
 struct grant {
     std::int64_t token = 0;
@@ -23,6 +25,21 @@ struct grant {
     /// select_for_update: the session whose open transaction is the lock (unpinned when the
     /// last copy goes).
     std::shared_ptr<session> pinned;
+    /// unique_key on PostgreSQL, when the lock was contended: the session holding the name's
+    /// place at the head of the server-side waiter queue, given up by the release so that the
+    /// server hands the lock to the next waiter. Not the lock: losing it loses nothing.
+    std::shared_ptr<queue_seat> seat;
+};
+
+/// What one lock() call keeps between its attempts: its place in a server-side waiter queue
+/// (unique_key on PostgreSQL), given up when the call ends without the lock.
+struct attempt_state {
+    std::shared_ptr<queue_seat> seat;
+    /// In: the lock was contended when this process last got it, so queue at once rather than
+    /// try first (a releaser asking again must not overtake the waiters it just handed over to).
+    bool queue_first = false;
+    /// Out: someone else held the lock at some attempt of this call.
+    bool contended = false;
 };
 
 /// How long one acquire attempt may wait on the server.
@@ -49,9 +66,12 @@ public:
     /// One attempt at a new grant: the grant, or nullopt when someone else holds the lock.
     /// Strategies that wait server-side (waits_server_side()) wait up to `wait` (a positive
     /// duration, server_wait::none or server_wait::forever); the others ignore it and the
-    /// caller polls. Throws sqlock::error; connection errors are retryable.
+    /// caller polls. `state` lives as long as the caller's lock() call: a strategy may keep
+    /// a place in a server-side queue there between attempts (the caller still sleeps between
+    /// them). Throws sqlock::error; connection errors are retryable.
     virtual std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
-                                             std::chrono::milliseconds wait) = 0;
+                                             std::chrono::milliseconds wait,
+                                             attempt_state& state) = 0;
 
     /// True when try_acquire() itself waits on the server, so the caller must not sleep
     /// between attempts.
@@ -79,7 +99,7 @@ std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend);
 /// Lease renewal shared by unique_key and optimistic_version (statement renew_lease).
 grant renew_lease(database_impl& db, const lock_request& req, const grant& held);
 
-std::unique_ptr<lock_strategy> make_unique_key_strategy();
+std::unique_ptr<lock_strategy> make_unique_key_strategy(backend_kind backend);
 std::unique_ptr<lock_strategy> make_select_for_update_strategy();
 std::unique_ptr<lock_strategy> make_optimistic_version_strategy();
 

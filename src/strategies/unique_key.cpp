@@ -7,6 +7,17 @@
 //   release (re-entrant hold)              : release_decrement (UPDATE hold_count - 1 ...)
 // Only when a reply is lost (connection error) one extra inspect_lock resolves the doubt by
 // reading the row by owner: an outcome is never guessed and never blindly retried.
+//
+// Waiting on PostgreSQL: after a first attempt found the lease held, the waiter queues in the
+// server on the name's queue lock (uk_queue_enter, a session-level advisory lock on a pinned
+// session) with acquire_unique_key pipelined behind it, still one round trip. The holder of
+// the queue lock is the lease's holder or the next in line; a release commits, then gives the
+// queue lock up (uk_queue_leave, same pipeline), and the server wakes the next waiter, whose
+// acquire runs at once: no NOTIFY hop, no new attempt from the client, first come first
+// served. The queue only orders waiters; the lease row stays the lock, so a seat whose session
+// dies loses nothing, and each queue wait is bounded (queue_step) so that a stalled seat
+// holder delays a takeover of an expired lease by at most that. Elsewhere waiters poll with
+// jittered backoff (and LISTEN/NOTIFY wake-ups, PostgreSQL only).
 #include "core/owner.hpp"
 #include "strategies/strategy.hpp"
 
@@ -37,28 +48,101 @@ std::optional<lock_row> inspect(database_impl& db, std::string_view name) {
                 std::string(to_string(db.kind())));
 }
 
+/// The acquire statement for `req` (held_token: re-entry), as a batch item.
+batch_item acquire_item(const lock_request& req, param held_token) {
+    const auto& me = this_process();
+    return {statement::acquire_unique_key,
+            {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
+             std::string_view(me.host), me.pid, held_token}};
+}
+
+/// The grant in acquire_unique_key's reply, if it granted.
+std::optional<grant> granted(const result& res, std::chrono::steady_clock::time_point sent,
+                             std::chrono::milliseconds ttl) {
+    if (res.rows.empty() || column_int(res.rows.front().at(2)) != 1)
+        return std::nullopt;
+    const auto& r = res.rows.front();
+    return grant{column_int(r.at(0)), column_int(r.at(1)), lease_end(sent, ttl), {}, {}};
+}
+
+/// The longest one wait in the server-side queue: a seat holder that stopped (paused process)
+/// delays a takeover of its expired lease by at most this; then the waiter tries directly.
+constexpr std::chrono::milliseconds queue_step_limit{1000};
+
+} // namespace
+
+/// A pinned lock session that holds, or is about to hold, a name's queue lock.
+class queue_seat {
+public:
+    queue_seat(std::shared_ptr<database_impl> db, std::string name)
+        : m_db(std::move(db)), m_name(std::move(name)), m_session(m_db->pin(m_name)) {}
+    ~queue_seat() { vacate(); }
+    queue_seat(const queue_seat&) = delete;
+    queue_seat& operator=(const queue_seat&) = delete;
+
+    enum class place {
+        outside, ///< does not hold the queue lock
+        inside,  ///< holds it
+        unknown  ///< a statement failed half-way: only closing the session is sure to free it
+    };
+
+    bool usable() const noexcept { return m_session && m_session->usable(); }
+    session& get() { return *m_session; }
+    place where = place::outside;
+
+    /// Hands the session back, leaving the queue first if inside (closing the session when
+    /// that fails or the place is unknown: the server then drops its locks). Never throws.
+    void vacate() noexcept {
+        if (!m_session)
+            return;
+        if (where == place::inside && m_session->usable()) {
+            try {
+                m_session->execute(statement::uk_queue_leave, {std::string_view(m_name)});
+                where = place::outside;
+            } catch (...) {
+                where = place::unknown;
+            }
+        }
+        if (where == place::outside)
+            m_db->unpin(std::move(m_session));
+        m_session.reset(); // closes it
+    }
+
+private:
+    std::shared_ptr<database_impl> m_db;
+    std::string m_name;
+    std::unique_ptr<session> m_session;
+};
+
+namespace {
+
 class unique_key_strategy final : public lock_strategy {
 public:
+    explicit unique_key_strategy(backend_kind backend)
+        : m_server_queue(backend == backend_kind::postgresql) {}
+
     std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
-                                     std::chrono::milliseconds /*wait: polls instead*/) override {
+                                     std::chrono::milliseconds wait,
+                                     attempt_state& state) override {
+        if (state.seat && state.seat->where == queue_seat::place::inside)
+            return retry_at_head(db, req, state); // first in line since an earlier attempt
+        const bool queue = m_server_queue && wait != server_wait::none;
+        if (queue && state.queue_first)
+            return queue_up(db, req, wait, state);
         const auto sent = std::chrono::steady_clock::now();
-        try {
-            return acquire_statement(db, req, nullptr);
-        } catch (const error& e) {
-            if (e.code() != errc::connection)
-                throw;
-            // The reply was lost: the grant may or may not have happened. Read the row back.
-            const auto row = inspect(db, req.name);
-            if (row && row->owner == req.owner && row->expires_in_ms > 0)
-                return grant{row->token, row->hold_count, lease_end(sent, req.ttl), {}};
-            throw;
-        }
+        auto g =
+            resolving_doubt(db, req, sent, [&] { return acquire_statement(db, req, nullptr); });
+        if (g)
+            return g;
+        state.contended = true;
+        return queue ? queue_up(db, req, wait, state) : std::nullopt;
     }
 
     grant reenter(database_impl& db, const lock_request& req, const grant& held) override {
-        const auto g = acquire_statement(db, req, held.token);
+        auto g = acquire_statement(db, req, held.token);
         if (!g || g->token != held.token)
             throw_lost(db, req, "its lease expired or was taken over before the re-entrant lock");
+        g->seat = held.seat;
         return *g;
     }
 
@@ -68,63 +152,186 @@ public:
 
     void release(database_impl& db, const lock_request& req, const grant& held) override {
         const bool last = held.hold_count <= 1;
-        std::uint64_t affected = 0;
+        // A hold that came through the server-side queue is released on its seat, which then
+        // passes the queue on; if that session turns out dead, through the pool like any other.
+        bool via_seat = last && held.seat && held.seat->where == queue_seat::place::inside &&
+                        held.seat->usable();
+        for (;;) {
+            std::uint64_t affected = 0;
+            try {
+                if (!last)
+                    affected =
+                        db.run_async_release(statement::release_decrement,
+                                             {req.name, req.owner, held.token, held.hold_count})
+                            .affected_rows;
+                else if (via_seat)
+                    affected = release_and_pass_on(req, held);
+                else
+                    affected = db.run_async_release(statement::release_lease,
+                                                    {req.name, req.owner, held.token})
+                                   .affected_rows;
+            } catch (const error& e) {
+                if (e.code() != errc::connection)
+                    throw;
+                const auto row = inspect(db, req.name);
+                const bool still_ours = row && row->owner == req.owner && row->token == held.token;
+                if (last && !still_ours)
+                    return; // our DELETE went through (or the lease moved on)
+                if (!last && still_ours && row->hold_count == held.hold_count - 1)
+                    return;
+                if (via_seat && still_ours) {
+                    via_seat = false; // the seat's session died (and its queue lock with it)
+                    continue;
+                }
+                throw;
+            }
+            if (affected == 0)
+                throw_lost(db, req,
+                           "its lease expired and was taken over (token " +
+                               std::to_string(held.token) + " no longer owns the row)");
+            return;
+        }
+    }
+
+private:
+    /// Runs `attempt`; when its reply was lost (connection error) reads the row back: a grant
+    /// that happened is kept, one that did not is reported as the connection error.
+    template <typename Attempt>
+    static std::optional<grant> resolving_doubt(database_impl& db, const lock_request& req,
+                                                std::chrono::steady_clock::time_point sent,
+                                                Attempt&& attempt) {
         try {
-            affected =
-                last ? db.run_async_release(statement::release_lease,
-                                            {req.name, req.owner, held.token})
-                           .affected_rows
-                     : db.run_async_release(statement::release_decrement,
-                                            {req.name, req.owner, held.token, held.hold_count})
-                           .affected_rows;
+            return attempt();
         } catch (const error& e) {
             if (e.code() != errc::connection)
                 throw;
             const auto row = inspect(db, req.name);
-            const bool still_ours = row && row->owner == req.owner && row->token == held.token;
-            if (last && !still_ours)
-                return; // our DELETE went through (or the lease moved on)
-            if (!last && still_ours && row->hold_count == held.hold_count - 1)
-                return;
+            if (row && row->owner == req.owner && row->expires_in_ms > 0)
+                return grant{row->token, row->hold_count, lease_end(sent, req.ttl), {}, {}};
             throw;
         }
-        if (affected == 0)
-            throw_lost(db, req,
-                       "its lease expired and was taken over (token " + std::to_string(held.token) +
-                           " no longer owns the row)");
     }
 
-private:
     static std::optional<grant> acquire_statement(database_impl& db, const lock_request& req,
                                                   param held_token) {
-        const auto& me = this_process();
         // Twice at most: a backend whose INSERT branch only creates a free row (MariaDB, so
         // that tokens are drawn under the row lock) says so in the 4th column; the repeat
         // then takes that row.
         for (int attempt = 0;; ++attempt) {
             const auto sent = std::chrono::steady_clock::now();
+            const auto& me = this_process();
             const auto res =
                 db.run(statement::acquire_unique_key,
                        {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
                         std::string_view(me.host), me.pid, held_token});
-            if (res.rows.empty())
-                return std::nullopt;
-            const auto& r = res.rows.front();
-            if (column_int(r.at(2)) == 1)
-                return grant{
-                    column_int(r.at(0)), column_int(r.at(1)), lease_end(sent, req.ttl), {}};
-            const bool created_free_row = column_int(r.at(3)) == 1;
+            if (auto g = granted(res, sent, req.ttl))
+                return g;
+            const bool created_free_row = !res.rows.empty() && column_int(res.rows[0].at(3)) == 1;
             if (!created_free_row || attempt > 0 ||
                 !std::holds_alternative<std::nullptr_t>(held_token))
                 return std::nullopt; // held by someone else (or a re-entry that found no row)
         }
     }
+
+    /// Joins the server-side queue for `req.name` and, once first in line, tries the lease
+    /// (one pipelined round trip). Returns the grant, or nullopt: the lease is still held (the
+    /// seat stays first in line for the next attempt) or the wait ended first (the seat stays
+    /// outside, ready for another try).
+    static std::optional<grant> queue_up(database_impl& db, const lock_request& req,
+                                         std::chrono::milliseconds wait, attempt_state& state) {
+        auto step =
+            (wait == server_wait::forever || wait > queue_step_limit) ? queue_step_limit : wait;
+        if (const auto io = db.options().io_timeout; io.count() > 0) // within statement_timeout
+            step = std::clamp(io / 2, std::chrono::milliseconds(1), step);
+        if (!state.seat)
+            state.seat = std::make_shared<queue_seat>(db.shared_from_this(), std::string(req.name));
+        auto& seat = *state.seat;
+        const auto sent = std::chrono::steady_clock::now();
+        std::vector<result> results;
+        seat.where = queue_seat::place::unknown; // until the outcome is known
+        try {
+            // The wait applies to the queue lock only (a 55P03 then means "not our turn yet");
+            // the acquire behind it waits without a lock timeout, as on a pooled session.
+            const batch_item items[] = {
+                {statement::fu_wait, {static_cast<std::int64_t>(step.count())}},
+                {statement::uk_queue_enter, {req.name}},
+                {statement::fu_wait, {std::int64_t{0}}},
+                acquire_item(req, nullptr),
+            };
+            results = seat.get().execute_batch(items);
+        } catch (const error& e) {
+            if (e.sqlstate() == "55P03") {
+                seat.where = queue_seat::place::outside;
+                // Not our turn within `step`; nothing held. The next attempt tries the lease
+                // directly first: if the queue's head has stopped, an expired lease is taken.
+                state.queue_first = false;
+                return std::nullopt;
+            }
+            state.seat.reset(); // closes the session, and any lock it got
+            return resolving_doubt(db, req, sent,
+                                   [&]() -> std::optional<grant> { db.rethrow_with_context(e); });
+        }
+        seat.where = queue_seat::place::inside;
+        if (!results[1].rows.empty() && column_int(results[1].rows[0].at(0)) == 1)
+            state.contended = true; // we waited for our turn
+        auto g = granted(results.back(), sent, req.ttl);
+        if (!g)
+            state.contended = true;
+        if (g)
+            g->seat = std::move(state.seat);
+        return g;
+    }
+
+    /// First in line already: the lease is held by someone who did not queue (or whose queue
+    /// seat died). Tries it again on the seat, keeping the place.
+    static std::optional<grant> retry_at_head(database_impl& db, const lock_request& req,
+                                              attempt_state& state) {
+        const auto sent = std::chrono::steady_clock::now();
+        auto g = resolving_doubt(db, req, sent, [&]() -> std::optional<grant> {
+            try {
+                const auto item = acquire_item(req, nullptr);
+                return granted(state.seat->get().execute(item.id, item.params), sent, req.ttl);
+            } catch (const error& e) {
+                if (e.code() == errc::connection)
+                    state.seat.reset(); // its session is gone, and the place with it
+                db.rethrow_with_context(e);
+            }
+        });
+        if (g && state.seat)
+            g->seat = std::move(state.seat);
+        return g;
+    }
+
+    /// The last release of a hold that came through the queue: the release commits, then the
+    /// queue lock goes to the next waiter, in one pipeline on the seat.
+    static std::uint64_t release_and_pass_on(const lock_request& req, const grant& held) {
+        auto& seat = *held.seat;
+        const batch_item items[] = {
+            {statement::async_begin, {}},
+            {statement::async_commit_off, {}},
+            {statement::release_lease, {req.name, req.owner, held.token}},
+            {statement::async_commit, {}},
+            {statement::uk_queue_leave, {req.name}},
+        };
+        try {
+            auto results = seat.get().execute_batch(items);
+            seat.where = queue_seat::place::outside;
+            seat.vacate();
+            return results[2].affected_rows;
+        } catch (...) {
+            seat.where = queue_seat::place::unknown;
+            seat.vacate(); // closes the session: the server ends its transaction and locks
+            throw;
+        }
+    }
+
+    const bool m_server_queue; ///< PostgreSQL: waiters queue in the server (uk_queue_enter)
 };
 
 } // namespace
 
-std::unique_ptr<lock_strategy> make_unique_key_strategy() {
-    return std::make_unique<unique_key_strategy>();
+std::unique_ptr<lock_strategy> make_unique_key_strategy(backend_kind backend) {
+    return std::make_unique<unique_key_strategy>(backend);
 }
 
 } // namespace sqlock::detail

@@ -1,0 +1,2 @@
+-- Nothing to send: only PostgreSQL queues unique_key waiters in the server (uk_queue_enter);
+-- here waiters poll with jittered backoff.

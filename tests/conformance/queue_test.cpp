@@ -1,0 +1,219 @@
+// unique_key on PostgreSQL: waiters queue in the server (a session-level advisory lock per
+// name, taken on a pinned "seat" session), so a release hands the lock to the next waiter
+// in arrival order. The queue only orders waiters: these tests also show that it never keeps
+// a lock from being taken (a stuck queue head, a waiter that gives up) and that losing a seat
+// loses nothing. MariaDB and SQLite waiters poll instead (README), so the tests return at once
+// there.
+#include "backend_fixture.hpp"
+#include "core/database_impl.hpp"
+
+#include <atomic>
+#include <doctest/doctest.h>
+#include <future>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using sqlock::mutex;
+using test::db;
+using test::opts;
+using test::unique_name;
+
+namespace {
+
+bool server_queues() {
+    return test::backend().kind == sqlock::backend_kind::postgresql;
+}
+
+/// The queue lock of `name` as sql/postgres/uk_queue_enter.sql takes it.
+std::string queue_lock_condition(const std::string& name) {
+    return "locktype = 'advisory' AND classid = 1936483696 AND objid = hashtext('" + name +
+           "')::oid AND objsubid = 2";
+}
+
+/// Sessions holding or waiting for `name`'s queue lock.
+int queue_entries(const std::string& name) {
+    auto s = db().impl()->checkout();
+    const auto r = s->query("SELECT count(*) FROM pg_locks WHERE " + queue_lock_condition(name));
+    return std::stoi(r.rows.at(0).at(0).value_or("0"));
+}
+
+/// The server session that holds `name`'s queue lock (0 if none).
+std::int64_t queue_holder(const std::string& name) {
+    auto s = db().impl()->checkout();
+    const auto r =
+        s->query("SELECT pid FROM pg_locks WHERE " + queue_lock_condition(name) + " AND granted");
+    return r.rows.empty() ? 0 : std::stoll(r.rows[0].at(0).value_or("0"));
+}
+
+} // namespace
+
+TEST_SUITE("unique_key") {
+
+    TEST_CASE("PostgreSQL: waiters queue in the server and get the lock in arrival order") {
+        if (!server_queues())
+            return;
+        const auto name = unique_name("fifo");
+        mutex holder(db(), name, opts());
+        holder.lock();
+        // Each waiter has its own database handle, as separate processes would: threads of one
+        // handle queue locally first (the turnstile) and reach the server one at a time.
+        std::vector<sqlock::database> handles;
+        for (int i = 0; i < 3; ++i)
+            handles.push_back(sqlock::connect(test::backend().url));
+        std::mutex order_mutex;
+        std::vector<int> order;
+        std::vector<std::int64_t> tokens;
+        std::vector<std::thread> waiters;
+        for (int i = 0; i < 3; ++i) {
+            waiters.emplace_back([&, i] {
+                mutex w(handles[static_cast<std::size_t>(i)], name, opts());
+                w.lock();
+                {
+                    std::lock_guard lock(order_mutex);
+                    order.push_back(i);
+                    tokens.push_back(w.token());
+                }
+                w.unlock();
+            });
+            // The first waiter holds the queue lock (and waits for the lease), the others
+            // wait for the queue lock behind it.
+            REQUIRE(test::eventually([&] { return queue_entries(name) == i + 1; }, 10s));
+        }
+        holder.unlock();
+        for (auto& t : waiters)
+            t.join();
+        CHECK(order == std::vector<int>{0, 1, 2});
+        REQUIRE(tokens.size() == 3);
+        CHECK(tokens[0] < tokens[1]);
+        CHECK(tokens[1] < tokens[2]);
+        CHECK(queue_entries(name) == 0); // the last release left the queue
+        CHECK_FALSE(test::row_of(name));
+    }
+
+    TEST_CASE("PostgreSQL: a holder that asks again at once goes behind the waiting process") {
+        if (!server_queues())
+            return;
+        const auto name = unique_name("requeue");
+        auto first_handle = sqlock::connect(test::backend().url);
+        auto second_handle = sqlock::connect(test::backend().url);
+        mutex holder(db(), name, opts());
+        holder.lock();
+        std::mutex order_mutex;
+        std::vector<std::string> order;
+        auto record = [&](const char* who) {
+            std::lock_guard lock(order_mutex);
+            order.emplace_back(who);
+        };
+        std::promise<void> first_holds, second_queued;
+        std::thread first([&] {
+            mutex m(first_handle, name, opts());
+            m.lock(); // waits for `holder`, at the head of the queue
+            record("first");
+            first_holds.set_value();
+            second_queued.get_future().wait();
+            m.unlock();
+            m.lock(); // at once: the second process is already waiting
+            record("first again");
+            m.unlock();
+        });
+        REQUIRE(test::eventually([&] { return queue_entries(name) == 1; }, 10s));
+        holder.unlock();
+        first_holds.get_future().wait();
+        std::thread second([&] {
+            mutex m(second_handle, name, opts());
+            m.lock();
+            record("second");
+            m.unlock();
+        });
+        REQUIRE(test::eventually([&] { return queue_entries(name) == 2; }, 10s));
+        second_queued.set_value();
+        first.join();
+        second.join();
+        CHECK(order == std::vector<std::string>{"first", "second", "first again"});
+    }
+
+    TEST_CASE("PostgreSQL: a waiter that gives up leaves the server queue") {
+        if (!server_queues())
+            return;
+        const auto name = unique_name("giveup");
+        mutex holder(db(), name, opts());
+        holder.lock();
+        auto other = sqlock::connect(test::backend().url);
+        mutex waiter(other, name, opts());
+        CHECK_FALSE(waiter.try_lock_for(300ms));
+        CHECK(queue_entries(name) == 0);
+        holder.unlock();
+        CHECK(waiter.try_lock());
+        waiter.unlock();
+    }
+
+    TEST_CASE("PostgreSQL: a stuck queue head cannot keep an expired lease from being taken") {
+        if (!server_queues())
+            return;
+        const auto name = unique_name("stuckhead");
+        mutex holder(db(), name, opts());
+        holder.lock();
+        // A session that took the queue lock and then stopped (a paused process): it never
+        // gives the queue up.
+        auto stuck = db().impl()->checkout();
+        stuck->query("SELECT pg_advisory_lock(1936483696, hashtext('" + name + "'))");
+        auto other = sqlock::connect(test::backend().url);
+        std::atomic<bool> got{false};
+        std::chrono::steady_clock::time_point got_at{};
+        std::thread waiter([&] {
+            mutex w(other, name, opts());
+            got = w.try_lock_for(30s);
+            got_at = std::chrono::steady_clock::now();
+            if (got)
+                w.unlock();
+        });
+        REQUIRE(test::eventually([&] { return queue_entries(name) == 2; }, 10s));
+        test::backdate(db(), name, 60s); // the holder's lease is now expired
+        const auto expired_at = std::chrono::steady_clock::now();
+        waiter.join();
+        CHECK(got.load());
+        // Each wait in the queue lasts at most 1 s; then the waiter tries the lease directly.
+        CHECK(got_at - expired_at < 5s);
+        holder.unlock(); // taken over meanwhile: reported, never thrown
+        CHECK(holder.last_loss() == sqlock::loss_reason::lost);
+        stuck->query("SELECT pg_advisory_unlock(1936483696, hashtext('" + name + "'))");
+    }
+
+    TEST_CASE("PostgreSQL: a queued holder whose seat session dies keeps its lease") {
+        if (!server_queues())
+            return;
+        const auto name = unique_name("seatdies");
+        mutex holder(db(), name, opts());
+        holder.lock();
+        auto other = sqlock::connect(test::backend().url);
+        std::promise<void> granted, seat_killed;
+        std::string unlock_error;
+        bool owned_after_kill = false;
+        std::thread waiter([&] {
+            mutex w(other, name, opts());
+            w.lock(); // through the queue: its seat holds the queue lock
+            granted.set_value();
+            seat_killed.get_future().wait();
+            owned_after_kill = w.owns_lock();
+            w.unlock();
+            unlock_error = w.last_error();
+        });
+        REQUIRE(test::eventually([&] { return queue_entries(name) == 1; }, 10s));
+        holder.unlock();
+        granted.get_future().wait();
+        const auto seat = queue_holder(name);
+        REQUIRE(seat != 0);
+        test::kill_session(db(), seat);
+        REQUIRE(test::eventually([&] { return queue_entries(name) == 0; }, 10s));
+        seat_killed.set_value();
+        waiter.join();
+        CHECK(owned_after_kill); // the lease row is the lock, not the seat
+        CHECK(unlock_error.empty());
+        CHECK_FALSE(test::row_of(name)); // released through the pool instead
+        mutex next(db(), name, opts());
+        CHECK(next.try_lock());
+        next.unlock();
+    }
+
+} // TEST_SUITE
