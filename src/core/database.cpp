@@ -283,6 +283,16 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
         auto config = m_config;
         config.purpose = session_purpose::lock_holder;
         config.lock_file = lock_file_for(lock_name);
+        {
+            std::lock_guard lock(m_pool_mutex);
+            for (auto it = m_idle_lock_files.begin(); it != m_idle_lock_files.end(); ++it) {
+                if (it->first == config.lock_file) {
+                    auto s = std::move(it->second);
+                    m_idle_lock_files.erase(it);
+                    return s;
+                }
+            }
+        }
         return open_sqlite_session(config, m_catalog);
     }
     {
@@ -300,12 +310,26 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
                                                    : open_mysql_session(config, m_catalog);
 }
 
-void database_impl::unpin(std::unique_ptr<session> s) noexcept {
+void database_impl::unpin(std::string_view lock_name, std::unique_ptr<session> s) noexcept {
     if (!s)
         return;
     s->rollback(); // no-op unless a transaction is still open
-    if (m_config.kind == backend_kind::sqlite || !s->usable())
+    if (!s->usable())
         return; // closes it
+    if (m_config.kind == backend_kind::sqlite) {
+        // Kept open for the next grant of the same name (opening a lock file costs an open,
+        // a dozen stats and three prepares); the least recently used goes first.
+        try {
+            auto file = lock_file_for(lock_name);
+            std::lock_guard lock(m_pool_mutex);
+            if (m_idle_lock_files.size() >= m_options.pool_size && !m_idle_lock_files.empty())
+                m_idle_lock_files.erase(m_idle_lock_files.begin());
+            m_idle_lock_files.emplace_back(std::move(file), std::move(s));
+        } catch (...) {
+            // out of memory: close it
+        }
+        return;
+    }
     std::lock_guard lock(m_pool_mutex);
     if (m_idle_holders.size() < m_options.pool_size)
         m_idle_holders.push_back(std::move(s));

@@ -120,9 +120,10 @@ public:
     /// beside the pool (PostgreSQL/MariaDB: reused from an idle list of lock sessions;
     /// SQLite: a connection to the name's own lock file). Return it with unpin().
     std::unique_ptr<session> pin(std::string_view lock_name);
-    /// Takes back a pinned session: rolled back if still in a transaction, kept for reuse
-    /// when healthy (up to pool_size idle), closed otherwise. Never throws.
-    void unpin(std::unique_ptr<session> s) noexcept;
+    /// Takes back the session pin(lock_name) gave: rolled back if still in a transaction, kept
+    /// for reuse when healthy (up to pool_size idle; SQLite: per lock file, the least recently
+    /// used closed first), closed otherwise. Never throws.
+    void unpin(std::string_view lock_name, std::unique_ptr<session> s) noexcept;
     /// The SQLite lock file used for `lock_name` (empty for server backends).
     std::string lock_file_for(std::string_view lock_name) const;
 
@@ -165,6 +166,8 @@ private:
     std::vector<std::unique_ptr<session>> m_idle;
     std::size_t m_open = 0;                               ///< sessions alive: idle + checked out
     std::vector<std::unique_ptr<session>> m_idle_holders; ///< lock sessions not holding now
+    /// SQLite: lock-file sessions not holding now, with their file, oldest first.
+    std::vector<std::pair<std::string, std::unique_ptr<session>>> m_idle_lock_files;
     std::atomic<std::uint64_t> m_statements_sent{0};
     std::atomic<std::uint64_t> m_acquire_attempts{0};
     std::atomic<int> m_schema_version{-1}; ///< -1: not checked (check_schema off)

@@ -46,7 +46,8 @@ public:
                 };
                 results = s->execute_batch(items);
             } catch (const error& e) {
-                db.unpin(std::move(s)); // rolls back: after a lock timeout the transaction
+                db.unpin(req.name,
+                         std::move(s)); // rolls back: after a lock timeout the transaction
                                         // is still open (MariaDB 1205 ends only the statement)
                 if (e.code() == errc::timeout)
                     return std::nullopt; // held by someone else for all of `wait`
@@ -56,7 +57,7 @@ public:
             if (rows.empty()) {
                 // No row to lock (a missing row locks nothing in PostgreSQL and only a gap in
                 // InnoDB): create it outside the transaction, then lock it.
-                db.unpin(std::move(s));
+                db.unpin(req.name, std::move(s));
                 if (attempt > 0)
                     throw error(errc::backend, "lock row for \"" + std::string(req.name) +
                                                    "\" vanished twice while locking it");
@@ -75,11 +76,12 @@ public:
                 try {
                     token = column_int(db.run(statement::fu_next_token, {}).rows.at(0).at(0));
                 } catch (...) {
-                    db.unpin(std::move(s));
+                    db.unpin(req.name, std::move(s));
                     throw;
                 }
             }
-            return grant{token, 1, lease_end(sent, req.ttl), pin_shared(db, std::move(s)), {}};
+            return grant{
+                token, 1, lease_end(sent, req.ttl), pin_shared(db, req.name, std::move(s)), {}};
         }
     }
 
@@ -137,10 +139,12 @@ private:
     }
 
     /// Shares a pinned session; the last copy hands it back to the database.
-    static std::shared_ptr<session> pin_shared(database_impl& db, std::unique_ptr<session> s) {
+    static std::shared_ptr<session> pin_shared(database_impl& db, std::string_view name,
+                                               std::unique_ptr<session> s) {
         auto owner = db.shared_from_this();
-        return std::shared_ptr<session>(
-            s.release(), [owner](session* p) { owner->unpin(std::unique_ptr<session>(p)); });
+        return std::shared_ptr<session>(s.release(), [owner, name = std::string(name)](session* p) {
+            owner->unpin(name, std::unique_ptr<session>(p));
+        });
     }
 };
 

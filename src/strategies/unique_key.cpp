@@ -104,7 +104,7 @@ public:
             }
         }
         if (where == place::outside)
-            m_db->unpin(std::move(m_session));
+            m_db->unpin(m_name, std::move(m_session));
         m_session.reset(); // closes it
     }
 
