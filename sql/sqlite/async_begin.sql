@@ -1,1 +1,1 @@
--- Nothing to send: releases are single autocommit statements here.
+-- Nothing to send: a release is one autocommit statement here (see async_commit_off).

@@ -1,1 +1,2 @@
--- Nothing to send: releases are single autocommit statements here.
+-- After a release (see async_commit_off): every other commit on this connection is durable.
+PRAGMA synchronous = FULL

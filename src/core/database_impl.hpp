@@ -32,6 +32,9 @@ public:
     ~pooled_session();
     session* operator->() const noexcept { return m_session.get(); }
     session& operator*() const noexcept { return *m_session; }
+    /// Closes the session instead of pooling it (its state is unknown after a failure
+    /// half-way through a batch that changes session settings).
+    void discard() noexcept;
 
 private:
     database_impl* m_owner;
@@ -96,7 +99,9 @@ public:
 
     /// A release statement `id` with an asynchronous commit where the backend has one
     /// (PostgreSQL: BEGIN, synchronous_commit = off, the statement, COMMIT, pipelined: one round
-    /// trip); elsewhere just the statement. Returns the release statement's result.
+    /// trip; SQLite: the statement between PRAGMA synchronous = NORMAL and = FULL, so it is not
+    /// synced until the next durable commit); elsewhere just the statement. Returns the release
+    /// statement's result. A session that fails half-way is closed, never pooled.
     result run_async_release(statement id, std::initializer_list<param> params);
 
     /// Rewrites errc::schema_missing into the message users act on; other errors unchanged.
@@ -114,6 +119,8 @@ public:
     std::string migration_script() const;
 
     void give_back(std::unique_ptr<session> s) noexcept;
+    /// A checked-out session was closed instead of given back.
+    void forget_session() noexcept;
 
     /// A lock-holder session for a select_for_update lock on `lock_name`, taken out of the
     /// pool's accounting for as long as the lock is held: N held locks cost N connections

@@ -168,6 +168,24 @@ TEST_SUITE("lease") {
 
 } // TEST_SUITE lease
 
+TEST_SUITE("lease") {
+
+    TEST_CASE("SQLite: a release is not synced, and the connection's next commits are durable") {
+        if (test::backend().kind != sqlock::backend_kind::sqlite)
+            return; // PostgreSQL: synchronous_commit = off is transaction-local (SET LOCAL)
+        sqlock::connect_options one;
+        one.pool_size = 1; // the release and the check below share the one pooled connection
+        auto d = sqlock::connect(test::backend().url, one);
+        mutex m(d, unique_name("nosync"), opts());
+        m.lock();
+        m.unlock();
+        CHECK(m.last_error().empty());
+        auto s = d.impl()->checkout();
+        CHECK(s->query("PRAGMA synchronous").rows.at(0).at(0) == "2"); // FULL again
+    }
+
+} // TEST_SUITE
+
 TEST_SUITE("unique_key") {
 
     TEST_CASE(

@@ -440,6 +440,21 @@ void add_sqlite_variants(variant_list& out, const std::string& url, const std::s
         return d;
     };
 
+    // Releases: sqlock versions whose files have async_commit_off / async_commit wrap each
+    // release in them (PRAGMA synchronous = NORMAL, then FULL again: no fsync for the release).
+    const auto async_off = bench::sqlock_sql_if_sent(b, "async_commit_off", dir);
+    const auto async_on = bench::sqlock_sql_if_sent(b, "async_commit", dir);
+    const bool async_release = async_off && async_on;
+    const auto released = [async_release, async_off, async_on](bench::sqlite_db& d,
+                                                               const std::function<void()>& f) {
+        if (async_release)
+            d.exec(*async_off);
+        f();
+        if (async_release)
+            d.exec(*async_on);
+    };
+    const std::string release_sends =
+        async_release ? "between PRAGMA synchronous = NORMAL and = FULL: 1 fsync" : "2 fsyncs";
     {
         auto s = std::make_shared<conn_and_statements>();
         s->db = open_main();
@@ -450,19 +465,19 @@ void add_sqlite_variants(variant_list& out, const std::string& url, const std::s
         const std::string name = lock_name("bare", "unique_key");
         const std::string owner = bench::owner_like_sqlock("uk");
         add(out, b, "unique_key", "bare", "sqlite3 C API, sqlock's statements",
-            "acquire_unique_key (INSERT .. ON CONFLICT .. RETURNING); release_lease (DELETE); "
-            "WAL, synchronous = FULL: 2 fsyncs",
+            "acquire_unique_key (INSERT .. ON CONFLICT .. RETURNING); release_lease (DELETE) " +
+                release_sends + "; WAL, synchronous = FULL",
             [=] {
                 const auto r = s->stmts[0]->run({name, owner, ttl_ms, host, pid, nullptr});
                 require(r.size() == 1 && r[0][2] == "1", "bare unique_key: not granted");
-                s->stmts[1]->run({name, owner, to_i64(r[0][0])});
+                released(*s->db, [&] { s->stmts[1]->run({name, owner, to_i64(r[0][0])}); });
                 require(s->db->changes() == 1, "bare unique_key: release deleted no row");
             });
     }
     {
-        // The lock is a write transaction on a small lock file of its own; the token comes
-        // from the counter in the main file. Unlike sqlock, which opens the lock file for
-        // every acquire (sqlite_session per pin), this keeps it open.
+        // The lock is a write transaction on a small lock file of its own, kept open (as
+        // sqlock keeps its lock-file connections); the token comes from the counter in the
+        // main file.
         auto s = std::make_shared<conn_and_statements>();
         s->db = open_main();
         s->lock_file = std::make_unique<bench::sqlite_db>(path + "-bench-bare-fu.lock");
@@ -493,12 +508,13 @@ void add_sqlite_variants(variant_list& out, const std::string& url, const std::s
         for (const char* n : {"ov_read", "ov_acquire", "ov_release"})
             s->stmts.push_back(std::make_unique<bench::sqlite_stmt>(s->db->get(), sql(n)));
         add(out, b, "optimistic_version", "bare", "sqlite3 C API, sqlock's statements",
-            "ov_read; ov_acquire (CAS UPDATE .. RETURNING); ov_release (UPDATE): 2 fsyncs", [=] {
+            "ov_read; ov_acquire (CAS UPDATE .. RETURNING); ov_release (UPDATE) " + release_sends,
+            [=] {
                 const auto r = s->stmts[0]->run({name});
                 require(r.size() == 1 && r[0][3] == "0", "bare optimistic_version: busy");
                 const auto a = s->stmts[1]->run({name, owner, ttl_ms, host, pid, to_i64(r[0][0])});
                 require(a.size() == 1, "bare optimistic_version: CAS lost");
-                s->stmts[2]->run({name, owner, to_i64(a[0][0])});
+                released(*s->db, [&] { s->stmts[2]->run({name, owner, to_i64(a[0][0])}); });
                 require(s->db->changes() == 1, "bare optimistic_version: release failed");
             });
     }
