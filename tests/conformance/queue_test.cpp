@@ -2,8 +2,8 @@
 // name, taken on a pinned "seat" session), so a release hands the lock to the next waiter
 // in arrival order. The queue only orders waiters: these tests also show that it never keeps
 // a lock from being taken (a stuck queue head, a waiter that gives up) and that losing a seat
-// loses nothing. MariaDB and SQLite waiters poll instead (README), so the tests return at once
-// there.
+// loses nothing. MariaDB and SQLite waiters poll instead (README): this suite runs on
+// PostgreSQL only (tests/CMakeLists.txt).
 #include "backend_fixture.hpp"
 #include "core/database_impl.hpp"
 
@@ -48,11 +48,10 @@ std::int64_t queue_holder(const std::string& name) {
 
 } // namespace
 
-TEST_SUITE("unique_key") {
+TEST_SUITE("unique_key_postgresql") {
 
     TEST_CASE("PostgreSQL: waiters queue in the server and get the lock in arrival order") {
-        if (!server_queues())
-            return;
+        REQUIRE(server_queues());
         const auto name = unique_name("fifo");
         mutex holder(db(), name, opts());
         holder.lock();
@@ -92,8 +91,7 @@ TEST_SUITE("unique_key") {
     }
 
     TEST_CASE("PostgreSQL: a holder that asks again at once goes behind the waiting process") {
-        if (!server_queues())
-            return;
+        REQUIRE(server_queues());
         const auto name = unique_name("requeue");
         auto first_handle = sqlock::connect(test::backend().url);
         auto second_handle = sqlock::connect(test::backend().url);
@@ -134,8 +132,7 @@ TEST_SUITE("unique_key") {
     }
 
     TEST_CASE("PostgreSQL: a waiter that gives up leaves the server queue") {
-        if (!server_queues())
-            return;
+        REQUIRE(server_queues());
         const auto name = unique_name("giveup");
         mutex holder(db(), name, opts());
         holder.lock();
@@ -149,8 +146,7 @@ TEST_SUITE("unique_key") {
     }
 
     TEST_CASE("PostgreSQL: a stuck queue head cannot keep an expired lease from being taken") {
-        if (!server_queues())
-            return;
+        REQUIRE(server_queues());
         const auto name = unique_name("stuckhead");
         mutex holder(db(), name, opts());
         holder.lock();
@@ -181,8 +177,7 @@ TEST_SUITE("unique_key") {
     }
 
     TEST_CASE("PostgreSQL: a queued holder whose seat session dies keeps its lease") {
-        if (!server_queues())
-            return;
+        REQUIRE(server_queues());
         const auto name = unique_name("seatdies");
         mutex holder(db(), name, opts());
         holder.lock();
