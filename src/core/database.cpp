@@ -116,6 +116,7 @@ std::string database_impl::expand(std::string_view sql) const {
 }
 
 std::unique_ptr<session> database_impl::open_session() {
+    m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
     switch (m_config.kind) {
     case backend_kind::postgresql:
         return open_postgres_session(m_config, m_catalog);
@@ -319,6 +320,7 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
     auto config = m_config;
     config.purpose = session_purpose::lock_holder;
     config.client_identity = this_process().id;
+    m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
     return config.kind == backend_kind::postgresql ? open_postgres_session(config, m_catalog)
                                                    : open_mysql_session(config, m_catalog);
 }

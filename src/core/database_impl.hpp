@@ -153,6 +153,9 @@ public:
     /// Statements sent through run() so far: lets tests verify the per-operation statement
     /// budget (README "What each operation sends").
     std::uint64_t statements_sent() const noexcept { return m_statements_sent.load(); }
+    /// Connections this handle tried to open to a server (pool, lock sessions, listener),
+    /// successful or not: lets tests verify that waiting does not keep reconnecting.
+    std::uint64_t connects_attempted() const noexcept { return m_connects_attempted.load(); }
     /// Acquire attempts made by mutexes on this database (tests await waiters with it).
     std::uint64_t acquire_attempts() const noexcept { return m_acquire_attempts.load(); }
     void count_acquire_attempt() noexcept {
@@ -177,6 +180,7 @@ private:
     std::vector<std::pair<std::string, std::unique_ptr<session>>> m_idle_lock_files;
     std::atomic<std::uint64_t> m_statements_sent{0};
     std::atomic<std::uint64_t> m_acquire_attempts{0};
+    std::atomic<std::uint64_t> m_connects_attempted{0};
     std::atomic<int> m_schema_version{-1}; ///< -1: not checked (check_schema off)
 
     void listen_loop();

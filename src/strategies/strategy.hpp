@@ -40,6 +40,9 @@ struct attempt_state {
     bool queue_first = false;
     /// Out: someone else held the lock at some attempt of this call.
     bool contended = false;
+    /// No seat could be opened for the server-side queue (connection limit, network): the
+    /// rest of this call waits by polling instead.
+    bool no_queue = false;
 };
 
 /// How long one acquire attempt may wait on the server.

@@ -126,7 +126,7 @@ public:
                                      attempt_state& state) override {
         if (state.seat && state.seat->where == queue_seat::place::inside)
             return retry_at_head(db, req, state); // first in line since an earlier attempt
-        const bool queue = m_server_queue && wait != server_wait::none;
+        const bool queue = m_server_queue && wait != server_wait::none && !state.no_queue;
         if (queue && state.queue_first)
             return queue_up(db, req, wait, state);
         const auto sent = std::chrono::steady_clock::now();
@@ -243,8 +243,19 @@ private:
             (wait == server_wait::forever || wait > queue_step_limit) ? queue_step_limit : wait;
         if (const auto io = db.options().io_timeout; io.count() > 0) // within statement_timeout
             step = std::clamp(io / 2, std::chrono::milliseconds(1), step);
-        if (!state.seat)
-            state.seat = std::make_shared<queue_seat>(db.shared_from_this(), std::string(req.name));
+        if (!state.seat) {
+            try {
+                state.seat =
+                    std::make_shared<queue_seat>(db.shared_from_this(), std::string(req.name));
+            } catch (const error& e) {
+                if (e.code() != errc::connection && e.code() != errc::timeout)
+                    throw;
+                // The server refused one more connection (max_connections) or could not be
+                // reached: waiting by polling still works, with the connections we have.
+                state.no_queue = true;
+                return std::nullopt;
+            }
+        }
         auto& seat = *state.seat;
         const auto sent = std::chrono::steady_clock::now();
         std::vector<result> results;

@@ -211,4 +211,49 @@ TEST_SUITE("unique_key_postgresql") {
         next.unlock();
     }
 
+    TEST_CASE("PostgreSQL: a waiter that cannot open a queue seat waits by polling instead") {
+        REQUIRE(server_queues());
+        // A role allowed one connection: the pool's. The seat (and the listener) are refused.
+        const auto role = "sqlock_one_" + unique_name("conn").substr(5);
+        auto admin = db().impl()->checkout();
+        admin->query("CREATE ROLE \"" + role + "\" LOGIN PASSWORD 'one' CONNECTION LIMIT 1");
+        admin->query("GRANT ALL ON ALL TABLES IN SCHEMA public TO \"" + role + "\"");
+        admin->query("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO \"" + role + "\"");
+        const auto& url = test::backend().url; // postgresql://user:password@host:port/db
+        const auto scheme_end = url.find("://") + 3;
+        const auto limited_url =
+            url.substr(0, scheme_end) + role + ":one" + url.substr(url.find('@', scheme_end));
+        {
+            const auto name = unique_name("noseat");
+            mutex holder(db(), name, opts());
+            holder.lock();
+            sqlock::connect_options one;
+            one.pool_size = 1;
+            auto limited = sqlock::connect(limited_url, one);
+            mutex waiter(limited, name, opts());
+            // Held throughout: the wait ends as a plain "not granted", not a connection error,
+            // and it asked for a seat once, not at every poll (each refused login costs the
+            // server a backend start and an authentication).
+            const auto connects = limited.impl()->connects_attempted();
+            bool got = true;
+            CHECK_NOTHROW(got = waiter.try_lock_for(800ms));
+            CHECK_FALSE(got);
+            CHECK(limited.impl()->connects_attempted() - connects <= 3); // seat + listener
+            std::atomic<bool> granted{false};
+            std::thread t([&] {
+                granted = waiter.try_lock_for(20s);
+                if (granted)
+                    waiter.unlock();
+            });
+            const auto attempts = limited.impl()->acquire_attempts();
+            REQUIRE(test::eventually(
+                [&] { return limited.impl()->acquire_attempts() >= attempts + 2; }, 10s));
+            holder.unlock();
+            t.join();
+            CHECK(granted.load());
+        }
+        admin->query("DROP OWNED BY \"" + role + "\"");
+        admin->query("DROP ROLE \"" + role + "\"");
+    }
+
 } // TEST_SUITE
