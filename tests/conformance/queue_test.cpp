@@ -25,10 +25,15 @@ bool server_queues() {
     return test::backend().kind == sqlock::backend_kind::postgresql;
 }
 
-/// The queue lock of `name` as sql/postgres/uk_queue_enter.sql takes it.
+/// The queue lock key of `name` as sql/postgres/uk_queue_enter.sql computes it.
+std::string queue_key(const std::string& name) {
+    return "hashtext('" + db().table_prefix() + "release/" + name + "')";
+}
+
+/// The queue lock of `name` in pg_locks.
 std::string queue_lock_condition(const std::string& name) {
-    return "locktype = 'advisory' AND classid = 1936483696 AND objid = hashtext('" + name +
-           "')::oid AND objsubid = 2";
+    return "locktype = 'advisory' AND classid = 1936483696 AND objid = " + queue_key(name) +
+           "::oid AND objsubid = 2";
 }
 
 /// Sessions holding or waiting for `name`'s queue lock.
@@ -63,11 +68,12 @@ TEST_SUITE("unique_key_postgresql") {
         std::mutex order_mutex;
         std::vector<int> order;
         std::vector<std::int64_t> tokens;
-        std::vector<std::thread> waiters;
+        std::vector<std::jthread> waiters;
         for (int i = 0; i < 3; ++i) {
             waiters.emplace_back([&, i] {
                 mutex w(handles[static_cast<std::size_t>(i)], name, opts());
-                w.lock();
+                if (!w.try_lock_for(30s))
+                    return;
                 {
                     std::lock_guard lock(order_mutex);
                     order.push_back(i);
@@ -104,23 +110,26 @@ TEST_SUITE("unique_key_postgresql") {
             order.emplace_back(who);
         };
         std::promise<void> first_holds, second_queued;
-        std::thread first([&] {
+        std::jthread first([&] {
             mutex m(first_handle, name, opts());
-            m.lock(); // waits for `holder`, at the head of the queue
+            if (!m.try_lock_for(30s)) // waits for `holder`, at the head of the queue
+                return;
             record("first");
             first_holds.set_value();
-            second_queued.get_future().wait();
+            second_queued.get_future().wait_for(30s);
             m.unlock();
-            m.lock(); // at once: the second process is already waiting
+            if (!m.try_lock_for(30s)) // at once: the second process is already waiting
+                return;
             record("first again");
             m.unlock();
         });
         REQUIRE(test::eventually([&] { return queue_entries(name) == 1; }, 10s));
         holder.unlock();
-        first_holds.get_future().wait();
-        std::thread second([&] {
+        REQUIRE(first_holds.get_future().wait_for(30s) == std::future_status::ready);
+        std::jthread second([&] {
             mutex m(second_handle, name, opts());
-            m.lock();
+            if (!m.try_lock_for(30s))
+                return;
             record("second");
             m.unlock();
         });
@@ -153,11 +162,11 @@ TEST_SUITE("unique_key_postgresql") {
         // A session that took the queue lock and then stopped (a paused process): it never
         // gives the queue up.
         auto stuck = db().impl()->checkout();
-        stuck->query("SELECT pg_advisory_lock(1936483696, hashtext('" + name + "'))");
+        stuck->query("SELECT pg_advisory_lock(1936483696, " + queue_key(name) + ")");
         auto other = sqlock::connect(test::backend().url);
         std::atomic<bool> got{false};
         std::chrono::steady_clock::time_point got_at{};
-        std::thread waiter([&] {
+        std::jthread waiter([&] {
             mutex w(other, name, opts());
             got = w.try_lock_for(30s);
             got_at = std::chrono::steady_clock::now();
@@ -173,7 +182,7 @@ TEST_SUITE("unique_key_postgresql") {
         CHECK(got_at - expired_at < 5s);
         holder.unlock(); // taken over meanwhile: reported, never thrown
         CHECK(holder.last_loss() == sqlock::loss_reason::lost);
-        stuck->query("SELECT pg_advisory_unlock(1936483696, hashtext('" + name + "'))");
+        stuck->query("SELECT pg_advisory_unlock(1936483696, " + queue_key(name) + ")");
     }
 
     TEST_CASE("PostgreSQL: a queued holder whose seat session dies keeps its lease") {
@@ -185,18 +194,19 @@ TEST_SUITE("unique_key_postgresql") {
         std::promise<void> granted, seat_killed;
         std::string unlock_error;
         bool owned_after_kill = false;
-        std::thread waiter([&] {
+        std::jthread waiter([&] {
             mutex w(other, name, opts());
-            w.lock(); // through the queue: its seat holds the queue lock
+            if (!w.try_lock_for(30s)) // through the queue: its seat holds the queue lock
+                return;
             granted.set_value();
-            seat_killed.get_future().wait();
+            seat_killed.get_future().wait_for(30s);
             owned_after_kill = w.owns_lock();
             w.unlock();
             unlock_error = w.last_error();
         });
         REQUIRE(test::eventually([&] { return queue_entries(name) == 1; }, 10s));
         holder.unlock();
-        granted.get_future().wait();
+        REQUIRE(granted.get_future().wait_for(30s) == std::future_status::ready);
         const auto seat = queue_holder(name);
         REQUIRE(seat != 0);
         test::kill_session(db(), seat);
@@ -209,6 +219,55 @@ TEST_SUITE("unique_key_postgresql") {
         mutex next(db(), name, opts());
         CHECK(next.try_lock());
         next.unlock();
+    }
+
+    TEST_CASE("PostgreSQL: lock tables with different prefixes never share a queue") {
+        REQUIRE(server_queues());
+        const auto name = unique_name("prefixes");
+        sqlock::connect_options other_prefix;
+        other_prefix.table_prefix = "q" + unique_name("p").substr(2) + "_";
+        auto b = sqlock::connect(test::backend().url, other_prefix);
+        b.migrate();
+        auto b_waiter_handle = sqlock::connect(test::backend().url, other_prefix);
+        // Under the other prefix, a waiter sits at the head of that table's queue for `name`.
+        mutex b_holder(b, name, opts());
+        b_holder.lock();
+        std::jthread b_waiter([&] {
+            mutex w(b_waiter_handle, name, opts());
+            if (w.try_lock_for(30s))
+                w.unlock();
+        });
+        auto b_queue_entries = [&] {
+            auto s = db().impl()->checkout();
+            const auto r = s->query(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = "
+                "1936483696 AND objid = hashtext('" +
+                other_prefix.table_prefix + "release/" + name + "')::oid AND objsubid = 2");
+            return std::stoi(r.rows.at(0).at(0).value_or("0"));
+        };
+        REQUIRE(test::eventually([&] { return b_queue_entries() == 1; }, 10s));
+        // Under the default prefix the same name is contended too: its waiter must head its
+        // own queue, not wait behind the other table's (each wait there lasts up to 1 s).
+        mutex a_holder(db(), name, opts());
+        a_holder.lock();
+        auto a_waiter_handle = sqlock::connect(test::backend().url);
+        std::atomic<bool> a_got{false};
+        std::chrono::steady_clock::time_point a_got_at{};
+        std::jthread a_waiter([&] {
+            mutex w(a_waiter_handle, name, opts());
+            a_got = w.try_lock_for(30s);
+            a_got_at = std::chrono::steady_clock::now();
+            if (a_got)
+                w.unlock();
+        });
+        REQUIRE(test::eventually([&] { return queue_entries(name) == 1; }, 10s));
+        const auto released = std::chrono::steady_clock::now();
+        a_holder.unlock();
+        a_waiter.join();
+        CHECK(a_got.load());
+        CHECK(a_got_at - released < 500ms);
+        b_holder.unlock();
+        b_waiter.join();
     }
 
     TEST_CASE("PostgreSQL: a waiter that cannot open a queue seat waits by polling instead") {
@@ -240,7 +299,7 @@ TEST_SUITE("unique_key_postgresql") {
             CHECK_FALSE(got);
             CHECK(limited.impl()->connects_attempted() - connects <= 3); // seat + listener
             std::atomic<bool> granted{false};
-            std::thread t([&] {
+            std::jthread t([&] {
                 granted = waiter.try_lock_for(20s);
                 if (granted)
                     waiter.unlock();
