@@ -286,10 +286,10 @@ private:
         if (!results[1].rows.empty() && column_int(results[1].rows[0].at(0)) == 1)
             state.contended = true; // we waited for our turn
         auto g = granted(results.back(), sent, req.ttl);
-        if (!g)
-            state.contended = true;
         if (g)
-            g->seat = std::move(state.seat);
+            g->seat = std::move(state.seat); // holds the queue lock until the release
+        else
+            state.contended = true; // first in line, but the lease is held: wait for it
         return g;
     }
 
