@@ -297,33 +297,15 @@ public:
     postgres_session& operator=(const postgres_session&) = delete;
 
 protected:
+    /// One statement: a batch of one item (below), so every statement goes through libpq
+    /// directly. libpqxx 6.4's exec paths leak the PGresult when a statement fails on a
+    /// connection the server has just closed (make_result throws on the bad connection before
+    /// it owns the result; seen by LeakSanitizer after pg_terminate_backend).
     result do_execute(statement id, std::span<const param> params) override {
-        const auto index = static_cast<std::size_t>(id);
-        if (index >= statement_count)
-            throw std::logic_error("postgresql: bad statement id");
-        require_usable();
-
-        std::vector<std::string> storage;
-        std::vector<const char*> values;
-        text_params(params, storage, values);
-
-        const std::string name = "sqlock_" + std::to_string(index);
-        try {
-            // Declared locally only; libpqxx sends the PREPARE on first execution.
-            if (!m_declared[index]) {
-                m_conn->prepare(name, m_catalog.text[index]);
-                m_declared[index] = true;
-            }
-            pqxx::nontransaction tx(*m_conn);
-            const pqxx::result r =
-                tx.exec_prepared(name, pqxx::prepare::make_dynamic_params(values));
-            tx.commit();
-            return to_result(r);
-        } catch (...) {
-            if (m_in_transaction)
-                m_transaction_failed = true;
-            fail("statement " + std::string(name_of(id)));
-        }
+        const batch_item item{id, std::vector<param>(params.begin(), params.end())};
+        std::vector<result> out(1);
+        do_execute_batch(std::span<const batch_item>(&item, 1), out);
+        return std::move(out[0]);
     }
 
     /// The whole batch in one round trip: libpq pipeline mode, each statement prepared once
@@ -515,26 +497,40 @@ public:
     result query(std::string_view sql) override {
         require_usable();
         try {
-            pqxx::nontransaction tx(*m_conn);
-            const pqxx::result r = tx.exec(std::string(sql));
-            tx.commit();
-            return to_result(r);
+            return to_result(simple_query(std::string(sql), "query").get());
         } catch (...) {
             if (m_in_transaction)
                 m_transaction_failed = true;
-            fail("query");
+            throw;
         }
     }
 
 private:
     void run_simple(const std::string& sql, const std::string& what) {
-        try {
-            pqxx::nontransaction tx(*m_conn);
-            tx.exec(sql);
-            tx.commit();
-        } catch (...) {
-            fail(what);
+        simple_query(sql, what);
+    }
+
+    /// SQL text (one or more statements, no parameters) as one simple query, through libpq
+    /// directly for the reason given at do_execute. Returns the last statement's result.
+    pq_result simple_query(const std::string& sql, const std::string& what) {
+        PGconn* const conn = m_pg;
+        if (!conn || PQstatus(conn) != CONNECTION_OK || PQpipelineStatus(conn) != PQ_PIPELINE_OFF)
+            pipeline_trouble(conn, what);
+        pq_result res(PQexec(conn, sql.c_str()));
+        if (res) {
+            switch (PQresultStatus(res.get())) {
+            case PGRES_COMMAND_OK:
+            case PGRES_TUPLES_OK:
+            case PGRES_EMPTY_QUERY:
+                return res;
+            default:
+                break;
+            }
         }
+        const char* state = res ? PQresultErrorField(res.get(), PG_DIAG_SQLSTATE) : nullptr;
+        batch_failed(batch_failure{what,
+                                   res ? PQresultErrorMessage(res.get()) : PQerrorMessage(conn),
+                                   state ? state : ""});
     }
 
     /// One queued pipeline operation: the Parse of item `item`'s statement, or its Execute.
@@ -723,61 +719,6 @@ private:
         return out;
     }
 
-    static result to_result(const pqxx::result& r) {
-        result out;
-        out.rows.reserve(r.size());
-        for (const auto& pr : r) {
-            row& columns = out.rows.emplace_back();
-            columns.reserve(pr.size());
-            for (const auto& f : pr) {
-                if (f.is_null())
-                    columns.emplace_back(std::nullopt);
-                else
-                    columns.emplace_back(std::in_place, f.c_str(), f.size());
-            }
-        }
-        out.affected_rows = r.affected_rows();
-        return out;
-    }
-
-    /// Translates the exception being handled into sqlock::error; `what` names the operation.
-    [[noreturn]] void fail(const std::string& what) {
-        try {
-            throw;
-        } catch (const error&) {
-            throw;
-        } catch (const std::bad_alloc&) {
-            throw;
-        } catch (const pqxx::broken_connection& e) {
-            lost(what, e.what());
-        } catch (const pqxx::in_doubt_error& e) {
-            m_broken = true;
-            throw error(errc::connection,
-                        "postgresql: " + clean_message(e.what()) + " (outcome of " + what +
-                            " unknown)",
-                        backend_name);
-        } catch (const pqxx::sql_error& e) {
-            std::string state = e.sqlstate();
-            // 6.4 throws insufficient_privilege without its code.
-            if (state.empty() && dynamic_cast<const pqxx::insufficient_privilege*>(&e))
-                state = "42501";
-            server_error(what, e.what(), state);
-        } catch (const pqxx::serialization_failure& e) {
-            server_error(what, e.what(), "40001");
-        } catch (const pqxx::deadlock_detected& e) {
-            server_error(what, e.what(), "40P01");
-        } catch (const pqxx::statement_completion_unknown& e) {
-            server_error(what, e.what(), "40003");
-        } catch (const pqxx::transaction_rollback& e) {
-            server_error(what, e.what(), "40000");
-        } catch (const std::exception& e) {
-            if (!m_conn || !m_conn->is_open())
-                lost(what, e.what());
-            throw error(errc::backend, "postgresql: " + clean_message(e.what()) + " (" + what + ")",
-                        backend_name);
-        }
-    }
-
     /// Connection trouble. libpqxx 6.4 maps SQLSTATE class 08 to broken_connection without
     /// the code, and replaces libpq's reason for a dropped connection by texts of its own.
     [[noreturn]] void lost(const std::string& what, std::string_view message) {
@@ -813,7 +754,6 @@ private:
     PGconn* m_pg = nullptr; // kept current by handle_policy; declared before m_conn, which
                             // writes it until it is closed
     std::unique_ptr<pq_connection> m_conn;
-    std::array<bool, statement_count> m_declared{};
     std::array<bool, statement_count> m_pipe_prepared{}; // "sqlock_p<index>" exists server-side
     std::string m_url;                                   // redacted, for messages
     bool m_broken = false;
