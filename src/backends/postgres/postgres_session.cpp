@@ -1,16 +1,15 @@
-// PostgreSQL backend: one libpqxx 6.4 connection per session.
+// PostgreSQL backend: one libpqxx 6.4 connection per session, used to connect and to hold
+// the PGconn; every statement is sent through libpq directly.
 //
 // libpqxx 6.4 facts this file relies on:
-//   - pqxx::work sends BEGIN when constructed; pqxx::nontransaction sends nothing, so every
-//     statement runs through a short-lived nontransaction (one round trip, autocommit or inside
-//     our own BEGIN ... COMMIT).
-//   - Only one transaction object may exist per connection; none outlives a method call here.
 //   - A broken connection is silently re-opened on next use unless reactivation is inhibited;
 //     that would lose session settings and session-level advisory locks, so it is inhibited.
-//   - Deadlock/serialization errors derive from transaction_rollback, not sql_error, and carry
-//     no SQLSTATE; class 08 errors are thrown as broken_connection without one either.
 //   - raw_connection() is private; a connection policy (handle_policy below) is the supported
-//     way to see the PGconn, which execute_batch needs for libpq's pipeline mode.
+//     way to see the PGconn.
+//   - Its exec paths are not used: when a statement fails on a connection the server has just
+//     closed, make_result throws (no client encoding) before it owns the PGresult, which then
+//     leaks. So single statements run as a one-item pipeline and simple queries via PQexec,
+//     each result owned by a pq_result at once; errors carry the server's SQLSTATE as sent.
 //
 // execute_batch sends the whole batch in one round trip (libpq pipeline mode, one Sync at the
 // end), so the items run the way the extended query protocol runs statements before a Sync:
@@ -37,7 +36,6 @@
 #include <pqxx/basic_connection>
 #include <pqxx/connection>
 #include <pqxx/except>
-#include <pqxx/nontransaction>
 #include <pqxx/prepared_statement>
 #include <pqxx/result>
 #include <stdexcept>
