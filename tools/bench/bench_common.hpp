@@ -27,6 +27,7 @@
 #include <mysql_driver.h>
 #include <optional>
 #include <sqlite3.h>
+#include <sqlock/sqlock.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -592,8 +593,10 @@ private:
     std::vector<int> m_order;
 };
 
-/// A Connector/C++ connection with sqlock's session settings.
-inline std::unique_ptr<sql::Connection> my_connect(const std::string& url, bool autocommit) {
+/// A Connector/C++ connection with sqlock's session settings. `io_timeout_s` bounds each
+/// read and write (raise it above any server-side wait the caller sends).
+inline std::unique_ptr<sql::Connection> my_connect(const std::string& url, bool autocommit,
+                                                   int io_timeout_s = 30) {
     const mysql_target t = parse_mysql_url(url);
     sql::ConnectOptionsMap options;
     options["hostName"] = sql::SQLString("tcp://" + t.host + ":" + std::to_string(t.port));
@@ -603,9 +606,9 @@ inline std::unique_ptr<sql::Connection> my_connect(const std::string& url, bool 
         options["schema"] = sql::SQLString(t.database);
     options["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
     options["OPT_CONNECT_TIMEOUT"] = 5;
-    options["OPT_READ_TIMEOUT"] = 30;
-    options["OPT_WRITE_TIMEOUT"] = 30;
-    options["OPT_RECONNECT"] = false;
+    options["OPT_READ_TIMEOUT"] = io_timeout_s;
+    options["OPT_WRITE_TIMEOUT"] = io_timeout_s;
+    options["OPT_RECONNECT"] = false; // a reconnect would silently drop session state and locks
     std::unique_ptr<sql::Connection> conn(
         sql::mysql::get_mysql_driver_instance()->connect(options));
     const std::unique_ptr<sql::Statement> s(conn->createStatement());
@@ -709,5 +712,30 @@ private:
     };
     std::unique_ptr<sqlite3, closer> m_db;
 };
+
+/// A benchmark's main(): parses the arguments (a failure prints the usage, exit 2), runs,
+/// and reports any error the run throws with its kind (exit 1).
+template <class Config>
+int bench_main(const char* program, std::string_view usage, int argc, char** argv,
+               Config (*parse)(int, char**), int (*run)(const Config&)) {
+    Config cfg;
+    try {
+        cfg = parse(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << program << ": " << e.what() << "\n\n" << usage;
+        return 2;
+    }
+    try {
+        return run(cfg);
+    } catch (const sqlock::error& e) {
+        std::cerr << program << ": sqlock error (" << sqlock::to_string(e.code())
+                  << "): " << e.what() << "\n";
+    } catch (const sql::SQLException& e) {
+        std::cerr << program << ": MariaDB error " << e.getErrorCode() << ": " << e.what() << "\n";
+    } catch (const std::exception& e) {
+        std::cerr << program << ": " << e.what() << "\n";
+    }
+    return 1;
+}
 
 } // namespace bench

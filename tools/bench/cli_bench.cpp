@@ -374,20 +374,5 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
-    config cfg;
-    try {
-        cfg = parse_args(argc, argv);
-    } catch (const std::exception& e) {
-        std::cerr << "sqlock_cli_bench: " << e.what() << "\n\n" << usage_text;
-        return 2;
-    }
-    try {
-        return run(cfg);
-    } catch (const sqlock::error& e) {
-        std::cerr << "cli_bench: sqlock error (" << sqlock::to_string(e.code()) << "): " << e.what()
-                  << "\n";
-    } catch (const std::exception& e) {
-        std::cerr << "cli_bench: " << e.what() << "\n";
-    }
-    return 1;
+    return bench::bench_main<config>("sqlock_cli_bench", usage_text, argc, argv, parse_args, run);
 }

@@ -254,18 +254,7 @@ private:
 class mysql_get_lock_locker final : public locker {
 public:
     explicit mysql_get_lock_locker(const std::string& url) {
-        const bench::mysql_target t = bench::parse_mysql_url(url, true);
-        sql::ConnectOptionsMap options;
-        options["hostName"] = sql::SQLString("tcp://" + t.host + ":" + std::to_string(t.port));
-        options["userName"] = sql::SQLString(t.user);
-        options["password"] = sql::SQLString(t.password);
-        if (!t.database.empty())
-            options["schema"] = sql::SQLString(t.database);
-        options["OPT_CONNECT_TIMEOUT"] = 5;
-        options["OPT_READ_TIMEOUT"] = 90; // > GET_LOCK's 60 s wait
-        options["OPT_WRITE_TIMEOUT"] = 90;
-        options["OPT_RECONNECT"] = false; // a reconnect would silently drop the lock
-        m_conn.reset(sql::mysql::get_mysql_driver_instance()->connect(options));
+        m_conn = bench::my_connect(url, true, 90); // reads outlast GET_LOCK's 60 s wait
         m_get.reset(m_conn->prepareStatement("SELECT GET_LOCK(?, 60)"));
         m_get->setString(1, sql::SQLString(std::string(lock_name)));
         m_release.reset(m_conn->prepareStatement("SELECT RELEASE_LOCK(?)"));
@@ -767,23 +756,6 @@ int run(const config& cfg) {
 } // namespace
 
 int main(int argc, char** argv) {
-    config cfg;
-    try {
-        cfg = parse_args(argc, argv);
-    } catch (const usage_error& e) {
-        std::cerr << "sqlock_handoff_bench: " << e.what() << "\n\n" << usage_text;
-        return 2;
-    }
-    try {
-        return run(cfg);
-    } catch (const sqlock::error& e) {
-        std::cerr << "handoff_bench: sqlock error (" << sqlock::to_string(e.code())
-                  << "): " << e.what() << "\n";
-    } catch (const sql::SQLException& e) {
-        std::cerr << "handoff_bench: MariaDB error " << e.getErrorCode() << ": " << e.what()
-                  << "\n";
-    } catch (const std::exception& e) {
-        std::cerr << "handoff_bench: " << e.what() << "\n";
-    }
-    return 1;
+    return bench::bench_main<config>("sqlock_handoff_bench", usage_text, argc, argv, parse_args,
+                                     run);
 }

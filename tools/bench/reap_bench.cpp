@@ -583,22 +583,5 @@ int run(const config& cfg) {
 } // namespace
 
 int main(int argc, char** argv) {
-    config cfg;
-    try {
-        cfg = parse_args(argc, argv);
-    } catch (const usage_error& e) {
-        std::cerr << "sqlock_reap_bench: " << e.what() << "\n\n" << usage_text;
-        return 2;
-    }
-    try {
-        return run(cfg);
-    } catch (const sqlock::error& e) {
-        std::cerr << "reap_bench: sqlock error (" << sqlock::to_string(e.code())
-                  << "): " << e.what() << "\n";
-    } catch (const sql::SQLException& e) {
-        std::cerr << "reap_bench: MariaDB error " << e.getErrorCode() << ": " << e.what() << "\n";
-    } catch (const std::exception& e) {
-        std::cerr << "reap_bench: " << e.what() << "\n";
-    }
-    return 1;
+    return bench::bench_main<config>("sqlock_reap_bench", usage_text, argc, argv, parse_args, run);
 }

@@ -285,20 +285,6 @@ int run(const config& cfg) {
 } // namespace
 
 int main(int argc, char** argv) {
-    config cfg;
-    try {
-        cfg = parse_args(argc, argv);
-    } catch (const std::exception& e) {
-        std::cerr << "sqlock_throughput_bench: " << e.what() << "\n\n" << usage_text;
-        return 2;
-    }
-    try {
-        return run(cfg);
-    } catch (const sqlock::error& e) {
-        std::cerr << "throughput_bench: sqlock error (" << sqlock::to_string(e.code())
-                  << "): " << e.what() << "\n";
-    } catch (const std::exception& e) {
-        std::cerr << "throughput_bench: " << e.what() << "\n";
-    }
-    return 1;
+    return bench::bench_main<config>("sqlock_throughput_bench", usage_text, argc, argv, parse_args,
+                                     run);
 }
