@@ -131,9 +131,11 @@ public:
     void unlock() noexcept;
 
     /// True while the calling thread holds this mutex and the grant is certainly still valid:
-    /// false once it was found lost, and once the lease's local end (send time of the last
-    /// confirmed acquire or renewal + ttl - a margin of ttl/10 (25 ms to 1 s), steady clock) has
-    /// passed, before anyone else can have been granted the lock.
+    /// false once it was found lost, and once the lease's local end has passed, before anyone
+    /// else can have been granted the lock: on the steady clock, the send time of the last
+    /// statement that confirmed the grant (the acquire, a re-entry, a renewal) + ttl - a margin
+    /// of ttl/10 (25 ms to 1 s). A grant whose acquire waited (in the server or for a slow reply)
+    /// is confirmed once more before lock() returns, so it starts with its whole lease.
     bool owns_lock() const noexcept;
     /// Why the calling thread's current grant was lost (loss_reason::none while it is fine or
     /// when nothing is held).

@@ -130,6 +130,33 @@ private:
     std::chrono::milliseconds m_max;
 };
 
+/// A grant's local lease starts at the send time of the statement that confirmed it. When that
+/// statement waited (a row-lock wait, an acquire queued in the server, a slow reply) the grant
+/// arrives with that much of its lease spent, all of it after a wait longer than the TTL. Such a
+/// grant (more than half the safety margin spent) is confirmed once more before it is handed
+/// out: a renewal sent now restarts the lease on the database, or the server's idle timer, and
+/// re-anchors it locally. An uncontended acquire never pays for this.
+/// Returns nullopt when the renewal finds the grant already gone (its lease ran out before we
+/// could confirm it). When the outcome is unknown, gives the grant back and rethrows.
+std::optional<grant> confirmed_after_wait(lock_strategy& strategy, database_impl& db,
+                                          const lock_request& req, grant g) {
+    const auto spent = lease_end(std::chrono::steady_clock::now(), req.ttl) - g.valid_until;
+    if (spent <= lease_margin(req.ttl) / 2)
+        return g;
+    try {
+        return strategy.renew(db, req, g);
+    } catch (const error& e) {
+        if (e.code() == errc::lock_lost)
+            return std::nullopt; // never ours to keep; dropping g leaves any queue it is in
+        try {
+            strategy.release(db, req, g);
+        } catch (...) {
+            // The lease expires at its TTL; the pinned session is discarded with g.
+        }
+        throw;
+    }
+}
+
 } // namespace
 
 class mutex_impl {
@@ -283,8 +310,10 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         db.count_acquire_attempt();
         const auto seen = db.wakeups().generation(impl.m_name);
         try {
-            if (auto g = impl.m_strategy->try_acquire(db, req, detail::wait_budget(deadline),
-                                                      attempts)) {
+            auto g = impl.m_strategy->try_acquire(db, req, detail::wait_budget(deadline), attempts);
+            if (g)
+                g = detail::confirmed_after_wait(*impl.m_strategy, db, req, std::move(*g));
+            if (g) {
                 auto hold = std::make_shared<detail::active_hold>();
                 hold->db = impl.m_db.impl();
                 hold->strategy = impl.m_strategy;

@@ -4,15 +4,18 @@
 
 namespace sqlock::detail {
 
+std::chrono::milliseconds lease_margin(std::chrono::milliseconds ttl) {
+    // Absorbs clock-rate differences and the delay before the watchdog thread gets to run on a
+    // busy host.
+    using std::chrono::milliseconds;
+    return std::min(std::clamp<milliseconds>(ttl / 10, milliseconds(25), std::chrono::seconds(1)),
+                    ttl / 2);
+}
+
 std::chrono::steady_clock::time_point lease_end(std::chrono::steady_clock::time_point sent,
                                                 std::chrono::milliseconds ttl) {
-    // The database counts the TTL from when it ran the statement, which is after `sent`. The
-    // margin also absorbs clock-rate differences and the delay before the watchdog thread gets
-    // to run on a busy host: ttl/10, at least 25 ms, at most 1 s, never more than half the TTL.
-    using std::chrono::milliseconds;
-    const auto margin = std::min(
-        std::clamp<milliseconds>(ttl / 10, milliseconds(25), std::chrono::seconds(1)), ttl / 2);
-    return sent + ttl - margin;
+    // The database counts the TTL from when it ran the statement, which is after `sent`.
+    return sent + ttl - lease_margin(ttl);
 }
 
 grant renew_lease(database_impl& db, const lock_request& req, const grant& held) {

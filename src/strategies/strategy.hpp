@@ -51,7 +51,12 @@ struct server_wait {
     static constexpr std::chrono::milliseconds forever{0}; ///< until granted
 };
 
-/// `sent` + ttl minus a safety margin (ttl/10, 25 ms to 1 s): the local end of a lease.
+/// The safety margin a local lease ends before the database's: ttl/10, at least 25 ms, at most
+/// 1 s, never more than half the TTL.
+std::chrono::milliseconds lease_margin(std::chrono::milliseconds ttl);
+
+/// `sent` + ttl - lease_margin(ttl): the local end of a lease whose confirming statement was
+/// sent at `sent` (the database starts the TTL when it runs the statement, which is later).
 std::chrono::steady_clock::time_point lease_end(std::chrono::steady_clock::time_point sent,
                                                 std::chrono::milliseconds ttl);
 

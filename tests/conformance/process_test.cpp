@@ -57,6 +57,56 @@ TEST_SUITE("common") {
         CHECK(increasing);
     }
 
+    TEST_CASE("grants after a queue longer than the TTL keep their whole lease") {
+        // Four processes, holds of 75 % of the TTL without renewal: every waiter but the first
+        // waits longer than a TTL (in the server for select_for_update and PostgreSQL
+        // unique_key). A grant whose lease was counted from when its waiting statement was sent
+        // would arrive spent and report a loss nobody caused.
+        const auto name = test::unique_name("queue-lease");
+        std::vector<pid_t> pids;
+        std::vector<std::string> outs;
+        for (int p = 0; p < 4; ++p) {
+            outs.push_back(test::backend().scratch_dir + "/" + name + "." + std::to_string(p));
+            pids.push_back(test::spawn({SQLOCK_CONTENDER_PATH, "queue", test::backend().url, name,
+                                        strategy_arg(), "1000", "2", "75"},
+                                       {}, outs.back()));
+        }
+        int longest_wait_ms = 0;
+        for (std::size_t p = 0; p < pids.size(); ++p) {
+            CHECK_MESSAGE(test::wait_exit(pids[p]) == 0,
+                          "contender " << p << " reported a false loss or timed out");
+            std::istringstream in(test::read_file(outs[p]));
+            std::int64_t token = 0;
+            int waited_ms = 0;
+            while (in >> token >> waited_ms)
+                longest_wait_ms = std::max(longest_wait_ms, waited_ms);
+        }
+        CHECK(longest_wait_ms > 1000); // the scenario really queued longer than a TTL
+    }
+
+    TEST_CASE("sqlock run: a second host's command runs to the end after waiting past the TTL") {
+        // The README's line on two hosts: the second run waits longer than the TTL for the first
+        // command, then must run its own command to the end (renewal on, exit 0), not 76.
+        const auto name = test::unique_name("cli-second");
+        const auto dir = test::backend().scratch_dir + "/" + name;
+        std::filesystem::create_directories(dir);
+        const auto run = [&](const std::string& who) {
+            return test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(), "--ttl",
+                                "1500ms", "--", "/bin/sh", "-c",
+                                "touch '" + dir + "/" + who + ".started'; sleep 2.5; touch '" +
+                                    dir + "/" + who + ".done'"},
+                               {url_env()});
+        };
+        const pid_t first = run("first");
+        REQUIRE(
+            test::eventually([&] { return std::filesystem::exists(dir + "/first.started"); }, 10s));
+        const pid_t second = run("second");
+        CHECK(test::wait_exit(first) == 0);
+        CHECK(test::wait_exit(second) == 0);
+        CHECK(std::filesystem::exists(dir + "/first.done"));
+        CHECK(std::filesystem::exists(dir + "/second.done"));
+    }
+
     TEST_CASE("a holder killed with SIGKILL frees the lock, no reaper needed") {
         // unique_key: at the end of the lease; select_for_update: as soon as the server (or, for
         // SQLite, the OS) sees the process gone.

@@ -9,6 +9,13 @@
 // a steady-clock timestamp (ns) to DIR/acted -- "work done under the lock". When owns_lock()
 // turns false it creates DIR/lost, calls unlock() (which must not throw) and exits 0.
 // Gives up after 60 s with exit code 5.
+//
+//   sqlock_contender queue URL NAME STRATEGY TTL_MS ITERATIONS HOLD_PERCENT
+// ITERATIONS times: try_lock_for(10 x TTL), hold for HOLD_PERCENT of the TTL without renewal,
+// and check that the grant was never reported lost: owns_lock() at the end of the hold,
+// no on_lost call, last_loss() == none after unlock(). Prints one line per grant:
+// "TOKEN WAITED_MS". Exit codes: 0 ok, 6 not granted within 10 x TTL, 7 a false loss.
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -64,6 +71,42 @@ int hold(char** argv) {
 
 } // namespace
 
+int queue(char** argv) {
+    auto db = sqlock::connect(argv[2]);
+    std::atomic<bool> lost_called{false};
+    sqlock::mutex_options o;
+    o.strategy = sqlock::parse_strategy(argv[4]);
+    o.ttl = std::chrono::milliseconds(std::stoll(argv[5]));
+    o.on_lost = [&](const sqlock::lock_lost_event&) {
+        lost_called = true;
+    };
+    sqlock::mutex m(db, argv[3], o);
+    const int iterations = std::stoi(argv[6]);
+    const auto hold = o.ttl * std::stoll(argv[7]) / 100;
+    for (int i = 0; i < iterations; ++i) {
+        const auto asked = std::chrono::steady_clock::now();
+        if (!m.try_lock_for(o.ttl * 10)) {
+            std::cerr << "contender queue: not granted within 10 x TTL\n";
+            return 6;
+        }
+        const auto waited = std::chrono::steady_clock::now() - asked;
+        std::cout << m.token() << " "
+                  << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
+                  << std::endl;
+        std::this_thread::sleep_for(hold); // the work done under the lock
+        const bool owned = m.owns_lock();
+        m.unlock();
+        if (!owned || lost_called || m.last_loss() != sqlock::loss_reason::none) {
+            std::cerr << "contender queue: false loss after waiting "
+                      << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
+                      << " ms (owns_lock " << owned << ", on_lost " << lost_called.load()
+                      << ", last_loss " << sqlock::to_string(m.last_loss()) << ")\n";
+            return 7;
+        }
+    }
+    return 0;
+}
+
 /// race URL NAME STRATEGY START: waits for file START to exist, then makes exactly one
 /// try_lock(); prints "won TOKEN" or "lost". The winner holds for 1 s so that every racer's one
 /// attempt overlaps its hold. Any error exits 1.
@@ -91,6 +134,14 @@ int main(int argc, char** argv) {
             return race(argv);
         } catch (const std::exception& e) {
             std::cerr << "contender race: " << e.what() << "\n";
+            return 1;
+        }
+    }
+    if (argc == 8 && std::string(argv[1]) == "queue") {
+        try {
+            return queue(argv);
+        } catch (const std::exception& e) {
+            std::cerr << "contender queue: " << e.what() << "\n";
             return 1;
         }
     }
