@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite against all three databases, from a fresh Debian 12 machine:
 #   1. installs the build tools, client libraries and database servers it needs (apt-get);
-#   2. builds with the "ci" preset (warnings are errors) and the "asan" preset (ASan+UBSan);
+#   2. builds with the "ci" preset (warnings are errors), the "asan" preset (ASan+UBSan) and the
+#      "tsan" preset (ThreadSanitizer: the lease keeper, the waiter queue and the listener);
 #   3. starts throwaway PostgreSQL 15 and MariaDB 10.11 on 127.0.0.1 (tools/testdb.sh) and runs
 #      every test on SQLite, PostgreSQL and MariaDB for each build; stops the servers after.
 # A backend that cannot be started fails the run; nothing is skipped.
@@ -10,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-presets=(ci asan)
+presets=(ci asan tsan)
 [[ ${1:-} == --quick ]] && presets=(ci)
 
 packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev libboost-dev
