@@ -375,14 +375,13 @@ void database_impl::cover_token_durably(std::int64_t token) {
     if (token <= m_durable_token_hwm.load() || m_catalog.is_noop(statement::fu_raise_hwm))
         return;
     const auto r = run(statement::fu_raise_hwm, {token, token_reserve_block});
-    const std::int64_t hwm = r.rows.empty() || r.rows.front().empty()
-                                 ? 0
-                                 : column_int(r.rows.front().front());
+    const std::int64_t hwm =
+        r.rows.empty() || r.rows.front().empty() ? 0 : column_int(r.rows.front().front());
     if (hwm < token)
-        throw error(errc::schema_missing,
-                    "the fencing-token high-water mark in " + m_config.redacted_url +
-                        " is missing or below token " + std::to_string(token) +
-                        ": run sqlock migrate");
+        throw error(errc::schema_missing, "the fencing-token high-water mark in " +
+                                              m_config.redacted_url +
+                                              " is missing or below token " +
+                                              std::to_string(token) + ": run sqlock migrate");
     auto seen = m_durable_token_hwm.load();
     while (seen < hwm && !m_durable_token_hwm.compare_exchange_weak(seen, hwm)) {
     }

@@ -48,8 +48,9 @@ enum class statement : std::size_t {
     fu_next_token,  ///< (pool) -> 1 row (token), for backends whose fu_lock returns NULL
     fu_raise_hwm,   ///< (pool) $1 token $2 block -> 1 row (the durable high-water mark, >= $1),
                     ///<   committed durably; a no-op where fu tokens are durable already
-    fu_recover_tokens, ///< (pool): after fu_lock reported an unrecovered server incarnation,
-                       ///<   move the token sequence past the high-water mark (no-op: none)
+    /// (pool) after fu_lock reported an unrecovered server incarnation: move the token
+    /// sequence past the high-water mark and mark the incarnation recovered (no-op: none)
+    fu_recover_tokens,
     // unique_key's server-side queue (PostgreSQL; no-ops elsewhere), on a pinned session:
     uk_queue_enter, ///< $1 name -> 1 row (waited 0/1): take the name's queue lock, per fu_wait
     uk_queue_leave, ///< $1 name: give it up
