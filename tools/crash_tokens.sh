@@ -10,18 +10,20 @@
 # updated after each restart). BACKEND: postgresql | mysql. STRATEGY: unique_key |
 # select_for_update | optimistic_version. RUNS: 1 by default, each on a fresh lock name.
 # Settings (environment): CRASH_PROCESSES (6), CRASH_TTL_MS (1500), CRASH_BEFORE_S (3),
-# CRASH_AFTER_S (4), SQLOCK_BUILD (build/ci: sqlock_contender and the sqlock CLI).
+# CRASH_AFTER_S (4), SQLOCK_BUILD (build/ci: sqlock_contender and the sqlock CLI),
+# CRASH_KIND: server (default) or backend (PostgreSQL: kill -9 one client backend; the
+# postmaster then ends all sessions and runs crash recovery, restart_after_crash = on).
 # The contenders are tests/support/contender.cpp (one "token pid" line per grant, 0.2-1 ms
 # holds), restarted when the crash makes them exit.
 # Prints one line per run and exits 1 when any run saw a repeated or decreasing token.
 set -euo pipefail
 
-usage() { sed -n '7,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '7,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 (($# >= 3)) || usage
 DIR=$(cd "$1" && pwd -P) BACKEND=$2 STRATEGY=$3 RUNS=${4:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd -P)
 BUILD=${SQLOCK_BUILD:-$ROOT/build/ci}
-PROCESSES=${CRASH_PROCESSES:-6} TTL_MS=${CRASH_TTL_MS:-1500}
+PROCESSES=${CRASH_PROCESSES:-6} TTL_MS=${CRASH_TTL_MS:-1500} KIND=${CRASH_KIND:-server}
 BEFORE_S=${CRASH_BEFORE_S:-3} AFTER_S=${CRASH_AFTER_S:-4}
 PGBIN=/usr/lib/postgresql/15/bin
 CONTENDER=$BUILD/tests/sqlock_contender CLI=$BUILD/sqlock
@@ -43,7 +45,20 @@ as_owner() { # run as the owner of $1 (the data directory), as testdb.sh does
 set_env_pid() { sed -i "s/^export $1=.*/export $1=$2/" "$DIR/env.sh"; }
 
 crash_and_restart() {
-  if [[ $BACKEND == postgresql ]]; then
+  if [[ $BACKEND == postgresql && $KIND == backend ]]; then
+    local port victim
+    port=${URL##*:} port=${port%%/*}
+    victim=$(as_owner "$DIR/pg" "$PGBIN/psql" -X -At -h "$DIR/pg-sock" -p "$port" -U postgres \
+               -d postgres -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'
+                               AND pid <> pg_backend_pid() LIMIT 1")
+    kill -KILL "$victim"
+    local deadline=$((SECONDS + 60))
+    sleep 0.5 # the postmaster notices, ends every session and runs crash recovery
+    until "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$port"; do
+      ((SECONDS < deadline)) || { echo "crash_tokens: postgres did not come back" >&2; exit 1; }
+      sleep 0.1
+    done
+  elif [[ $BACKEND == postgresql ]]; then
     as_owner "$DIR/pg" "$PGBIN/pg_ctl" stop -D "$DIR/pg" -m immediate -w >/dev/null
     as_owner "$DIR/pg" "$PGBIN/pg_ctl" start -D "$DIR/pg" -l "$DIR/pg.log" -w >/dev/null
     set_env_pid SQLOCK_TEST_POSTGRES_PID "$(head -n1 "$DIR/pg/postmaster.pid")"
@@ -98,8 +113,8 @@ for ((run = 1; run <= RUNS; run++)); do
   # In log order (grant order: each line is written while holding the lock).
   decreasing=$(awk '{ if (NR > 1 && $1 <= max) bad++; if ($1 > max) max = $1 } END { print bad + 0 }' "$log")
   examples=$(awk '{print $1}' "$log" | sort -n | uniq -d | head -3 | tr '\n' ' ')
-  printf '%s %s run %d: %d grants (%d before the crash, %d after), %d tokens repeated, %d not above all earlier%s\n' \
-    "$BACKEND" "$STRATEGY" "$run" "$total" "$before" "$((total - before))" "$repeated" "$decreasing" \
+  printf '%s %s (%s crash) run %d: %d grants (%d before the crash, %d after), %d tokens repeated, %d not above all earlier%s\n' \
+    "$BACKEND" "$STRATEGY" "$KIND" "$run" "$total" "$before" "$((total - before))" "$repeated" "$decreasing" \
     "${examples:+ (e.g. $examples)}"
   ((total - before > 0)) || { echo "  no grants after the restart: see $log.err" >&2; failed=1; }
   ((repeated == 0 && decreasing == 0)) || failed=1
