@@ -12,9 +12,13 @@
 --     {recover_tokens}() moves the sequence past the high-water mark and fills it again.
 -- The semicolons inside the procedure body are followed by a comment so the script splitter,
 -- which splits at line-ending semicolons, keeps it whole.
+-- raises counts the raises. It also makes every raise change the row: an unchanged row would
+-- leave the commit with nothing to flush, and InnoDB makes a commit visible before flushing
+-- it, so a mark merely read might still be lost in a crash.
 CREATE TABLE IF NOT EXISTS {token_hwm} (
-    id    INT NOT NULL PRIMARY KEY,
-    value BIGINT NOT NULL
+    id     INT NOT NULL PRIMARY KEY,
+    value  BIGINT NOT NULL,
+    raises BIGINT NOT NULL DEFAULT 0
 ) ENGINE = InnoDB;
 -- Every token handed out so far is below the sequence's first uncached value.
 INSERT INTO {token_hwm} (id, value) SELECT 1, next_not_cached_value FROM {token_seq}
