@@ -1,2 +1,3 @@
-SELECT nextval('{token_seq}')
+-- As fu_lock, failing at once when the row is locked.
+SELECT nextval('{token_seq}'), CAST(EXISTS (SELECT 1 FROM {token_incarnation}) AS integer)
 FROM (SELECT 1 FROM {locks} WHERE name = $1::text FOR UPDATE NOWAIT) AS locked

@@ -1,2 +1,3 @@
--- Holding the write transaction is the lock; the token comes from fu_next_token (main file).
-SELECT NULL WHERE $1 IS NOT NULL
+-- Holding the write transaction is the lock; the token comes from fu_next_token (main file),
+-- committed durably before lock() returns, so there is no incarnation to check (1).
+SELECT NULL, 1 WHERE $1 IS NOT NULL

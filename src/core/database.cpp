@@ -89,7 +89,8 @@ database_impl::database_impl(connection_config config, const connect_options& op
     const auto& prefix = m_options.table_prefix;
     for (const char* table :
          {"locks", "token_seq", "token_counter", "migrations", "locks_expires_idx",
-          "locks_token_on_insert", "holds", "audit", "locks_token_on_update"}) {
+          "locks_token_on_insert", "holds", "audit", "locks_token_on_update", "token_hwm",
+          "token_incarnation", "recover_tokens"}) {
         m_identifiers.emplace_back(table, quote_identifier(m_config.kind, prefix + table));
     }
     m_locks_table = prefix + "locks";
@@ -370,6 +371,22 @@ result database_impl::run(statement id, std::initializer_list<param> params) {
     }
 }
 
+void database_impl::cover_token_durably(std::int64_t token) {
+    if (token <= m_durable_token_hwm.load() || m_catalog.is_noop(statement::fu_raise_hwm))
+        return;
+    const auto r = run(statement::fu_raise_hwm, {token, token_reserve_block});
+    const std::int64_t hwm =
+        r.rows.empty() || r.rows.front().empty() ? 0 : column_int(r.rows.front().front());
+    if (hwm < token)
+        throw error(errc::schema_missing, "the fencing-token high-water mark in " +
+                                              m_config.redacted_url +
+                                              " is missing or below token " +
+                                              std::to_string(token) + ": run sqlock migrate");
+    auto seen = m_durable_token_hwm.load();
+    while (seen < hwm && !m_durable_token_hwm.compare_exchange_weak(seen, hwm)) {
+    }
+}
+
 result database_impl::run_async_release(statement id, std::initializer_list<param> params) {
     try {
         auto s = checkout();
@@ -539,7 +556,7 @@ std::string detail::database_impl::migration_script() const {
 
 int database::expected_schema_version(backend_kind kind) {
     (void)kind; // every backend has the same migration versions (a unit test checks)
-    return 3;
+    return 4;
 }
 
 std::string database::fencing_condition(std::string_view name_placeholder,

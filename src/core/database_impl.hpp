@@ -136,6 +136,18 @@ public:
 
     wake_hub& wakeups() noexcept { return m_wakeups; }
 
+    /// Tokens reserved per raise of the durable high-water mark (fu_raise_hwm): one durable
+    /// commit per this many select_for_update tokens per database handle, and at most about
+    /// this many values skipped by a crash recovery (fu_recover_tokens).
+    static constexpr std::int64_t token_reserve_block = 65536;
+    /// select_for_update, before a grant with `token` is handed out: makes sure the durable
+    /// high-water mark covers it, so that a crash that sets the token sequence back cannot
+    /// hand it out again (DESIGN §8). Trusts only the marks this handle's own durable commits
+    /// returned (a mark merely read may not be on a synchronous standby yet); raises the mark
+    /// to token + token_reserve_block on the pool when the token is above them. Does nothing
+    /// where fu_raise_hwm is a no-op (tokens durable already). Throws sqlock::error.
+    void cover_token_durably(std::int64_t token);
+
     /// Remembers the schema version last seen.
     void note_schema_version(int version) noexcept { m_schema_version = version; }
     /// Before taking a lock: throws errc::schema_missing / schema_mismatch with "run sqlock
@@ -182,6 +194,8 @@ private:
     std::atomic<std::uint64_t> m_acquire_attempts{0};
     std::atomic<std::uint64_t> m_connects_attempted{0};
     std::atomic<int> m_schema_version{-1}; ///< -1: not checked (check_schema off)
+    /// The largest high-water mark a durable fu_raise_hwm of this handle returned (0: none).
+    std::atomic<std::int64_t> m_durable_token_hwm{0};
 
     void listen_loop();
     wake_hub m_wakeups;

@@ -4,9 +4,9 @@
 // Conventions in those files:
 //   - parameters are written $1, $2, ... on every backend (a backend rewrites them to its own
 //     placeholder syntax; a number may appear several times);
-//   - identifiers are written {locks}, {token_seq}, {token_counter}, {migrations} and replaced by
-//   the
-//     quoted, prefixed table names when a database is opened;
+//   - identifiers are written {locks}, {token_seq}, {token_counter}, {migrations}, {token_hwm},
+//     {token_incarnation}, {recover_tokens}, ... and replaced by the quoted, prefixed names
+//     when a database is opened (database_impl's constructor lists them);
 //   - boolean result columns are cast to integers (0/1);
 //   - a file holding only comments makes the statement a no-op for that backend;
 //   - a file containing the line "-- sqlock: skip-if-unchanged" is not sent again on the same
@@ -40,11 +40,17 @@ enum class statement : std::size_t {
     fu_session,     ///< $1 owner $2 ttl_ms: per-session guards (idle-transaction timeout...)
     fu_wait,        ///< $1 wait_ms (-1 = do not wait, 0 = forever): server-side lock wait
     fu_begin,       ///< open the holding transaction (no-op where implicit)
-    fu_lock,        ///< $1 name -> 0..1 row (token or NULL): lock the row, waiting per fu_wait
+    fu_lock,        ///< $1 name -> 0..1 row (token or NULL, incarnation recovered 0/1): lock the
+                    ///<   row, waiting per fu_wait
     fu_lock_nowait, ///< $1 name -> the same, failing at once when the row is locked
     fu_check,       ///< -> 1 row: the holding session is alive
     fu_create_row,  ///< (pool) $1 name: create the row to lock, if missing
     fu_next_token,  ///< (pool) -> 1 row (token), for backends whose fu_lock returns NULL
+    fu_raise_hwm,   ///< (pool) $1 token $2 block -> 1 row (the durable high-water mark, >= $1),
+                    ///<   committed durably; a no-op where fu tokens are durable already
+    /// (pool) after fu_lock reported an unrecovered server incarnation: move the token
+    /// sequence past the high-water mark and mark the incarnation recovered (no-op: none)
+    fu_recover_tokens,
     // unique_key's server-side queue (PostgreSQL; no-ops elsewhere), on a pinned session:
     uk_queue_enter, ///< $1 name -> 1 row (waited 0/1): take the name's queue lock, per fu_wait
     uk_queue_leave, ///< $1 name: give it up
@@ -91,6 +97,8 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "fu_check",
     "fu_create_row",
     "fu_next_token",
+    "fu_raise_hwm",
+    "fu_recover_tokens",
     "uk_queue_enter",
     "uk_queue_leave",
     "ov_read",

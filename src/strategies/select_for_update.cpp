@@ -9,7 +9,18 @@
 //   first use of a name: + ROLLBACK, fu_create_row (pool), and the batch again.
 //   re-entry: fu_check (one round trip; proves the session, and so the lock, is alive).
 //   release:  COMMIT (one round trip); a re-entrant hold is counted locally.
+//   tokens:   fu_raise_hwm (pool, one durable commit) when the token is above the durable
+//             high-water mark this handle raised last: once per token_reserve_block tokens.
+//             After a server restart that may have set the token sequence back (fu_lock's
+//             second column is 0): ROLLBACK, fu_recover_tokens (pool), and the batch again.
 // An uncontended acquire + release is therefore two round trips on PostgreSQL and MariaDB.
+//
+// Fencing tokens across crashes (DESIGN §8): the token is drawn in a transaction that is not
+// committed (let alone durably) when lock() returns, and a crash can set the sequence back
+// below it. So every token handed out is first covered by a durable high-water mark, and a
+// server incarnation whose sequence may have gone back (PostgreSQL: crash recovery empties an
+// unlogged marker table; MariaDB: any restart empties a MEMORY one) hands out nothing until
+// the sequence was moved past that mark. See migrations/*/0004_durable_tokens.sql.
 //
 // Waiting happens on the server (lock_timeout / innodb_lock_wait_timeout + max_statement_time /
 // busy_timeout), bounded by the caller's deadline and, per attempt, by half the I/O timeout so
@@ -29,7 +40,9 @@ public:
                                      std::chrono::milliseconds wait,
                                      attempt_state& /*state*/) override {
         wait = clamp_to_io_timeout(db, wait);
-        for (int attempt = 0;; ++attempt) {
+        bool created_row = false;
+        int recoveries = 0;
+        for (;;) {
             auto s = db.pin(req.name);
             const auto sent = std::chrono::steady_clock::now();
             std::vector<result> results;
@@ -58,27 +71,45 @@ public:
                 // No row to lock (a missing row locks nothing in PostgreSQL and only a gap in
                 // InnoDB): create it outside the transaction, then lock it.
                 db.unpin(req.name, std::move(s));
-                if (attempt > 0)
+                if (created_row)
                     throw error(errc::backend, "lock row for \"" + std::string(req.name) +
                                                    "\" vanished twice while locking it");
                 db.run(statement::fu_create_row, {req.name});
+                created_row = true;
                 continue;
             }
-            if (rows.size() != 1)
+            if (rows.size() != 1 || rows.front().size() != 2) {
+                db.unpin(req.name, std::move(s));
                 throw error(errc::backend, "locking \"" + std::string(req.name) + "\" returned " +
-                                               std::to_string(rows.size()) + " rows, not 1");
+                                               std::to_string(rows.size()) +
+                                               " rows, not 1 row of 2 columns");
+            }
+            if (column_int(rows.front()[1]) == 0) {
+                // The server restarted since the sequence was last moved past the durable
+                // high-water mark: this token may repeat one handed out before. Hand it out
+                // never; roll back (the row lock goes too), recover, and lock again.
+                db.unpin(req.name, std::move(s));
+                if (++recoveries > 2)
+                    throw error(errc::backend,
+                                "the fencing-token sequence of " + db.config().redacted_url +
+                                    " was not recovered after a restart (the marker table " +
+                                    "stays empty)");
+                db.run(statement::fu_recover_tokens, {});
+                continue;
+            }
             std::int64_t token = 0;
-            if (rows.front().at(0)) {
-                token = column_int(rows.front()[0]);
-            } else {
-                // The lock itself carries no token (SQLite lock files): draw one, committed on
-                // its own so no later grant can ever get a smaller one.
-                try {
+            try {
+                if (rows.front()[0]) {
+                    token = column_int(rows.front()[0]);
+                } else {
+                    // The lock itself carries no token (SQLite lock files): draw one,
+                    // committed on its own so no later grant can ever get a smaller one.
                     token = column_int(db.run(statement::fu_next_token, {}).rows.at(0).at(0));
-                } catch (...) {
-                    db.unpin(req.name, std::move(s));
-                    throw;
                 }
+                db.cover_token_durably(token);
+            } catch (...) {
+                db.unpin(req.name, std::move(s));
+                throw;
             }
             return grant{
                 token, 1, lease_end(sent, req.ttl), pin_shared(db, req.name, std::move(s)), {}};

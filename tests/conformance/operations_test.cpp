@@ -163,9 +163,10 @@ TEST_SUITE("backend") {
         for (const auto& m : states)
             CHECK(m.applied);
 
-        // One migration "undone": the library refuses to lock until migrated again.
+        // The latest migration "undone": the library refuses to lock until migrated again.
         auto s = fresh.impl()->checkout();
-        s->query("DELETE FROM " + co.table_prefix + "migrations WHERE version = 3");
+        s->query("DELETE FROM " + co.table_prefix + "migrations WHERE version = " +
+                 std::to_string(sqlock::database::expected_schema_version(fresh.backend())));
         auto again = sqlock::connect(test::backend().url, co);
         mutex m(again, "x");
         try {

@@ -1,0 +1,2 @@
+-- Nothing to send: fu_next_token commits every token durably (synchronous = FULL) before
+-- lock() returns, so no high-water mark is needed.

@@ -1,0 +1,1 @@
+-- Nothing to send: SQLite tokens never go back after a crash (see fu_raise_hwm).
