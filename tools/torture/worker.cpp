@@ -253,9 +253,11 @@ int run(const options& o) {
         ::unlink(marker.c_str());
         std::string last_loss = "none", failed = "0";
         if (!skip_lock) {
+            // last_error() keeps the last failure until the next one: only a change is news.
+            const std::string error_before = m->last_error();
             m->unlock();
             last_loss = std::string(sqlock::to_string(m->last_loss()));
-            failed = m->last_error().empty() ? "0" : "1";
+            failed = m->last_error() != error_before ? "1" : "0";
         }
         rec(torture::kind::release, token, {last_loss, failed});
         if (failed == "1")
