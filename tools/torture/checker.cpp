@@ -111,7 +111,13 @@ std::vector<grant_info> collect_grants(const check_input& input, check_result& r
                 grants.push_back(std::move(g));
                 continue;
             }
-            if (e.token == 0)
+        }
+    }
+    // Second pass: on_lost runs on another thread and may be recorded before the grant line.
+    for (const auto& file : input.workers) {
+        for (const auto& e : file) {
+            if (e.token == 0 || e.kind == kind::grant || e.kind == kind::acquire ||
+                e.kind == kind::timeout)
                 continue;
             const auto it = by_pid_token.find({e.pid, e.token});
             if (it == by_pid_token.end()) {

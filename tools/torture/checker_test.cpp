@@ -274,3 +274,13 @@ TEST_CASE("no-fault mode: every loss signal is a false loss") {
     CHECK(r.losses == 1);
     CHECK(r.passed());
 }
+
+TEST_CASE("an on_lost callback recorded before its grant line still counts") {
+    // on_lost runs on sqlock's thread: for a grant born lost it can beat the grant record.
+    auto in = clean_run();
+    auto& b = in.workers[1];
+    b.insert(b.begin() + 1, event{100 * ms, 200, kind::lost_cb, 2, {"lost"}});
+    const auto r = check(in, params(true));
+    CHECK(r.false_losses == 1);
+    CHECK(r.errors == 0);
+}

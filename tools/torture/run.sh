@@ -344,6 +344,14 @@ run_one() {
     fi
     sleep 0.05
   done
+  if [[ $CONTROL == ignore-tokens ]]; then
+    # Deterministic: wait (bounded) until slot 0 has stopped in its write window and resumed,
+    # i.e. made its stale write, however long it took to be granted.
+    local give_up=$(($(now_ms) + 30000))
+    while ! grep -q " resumed " "$RUN/h-00.log" 2>/dev/null && (($(now_ms) < give_up)); do
+      monitor 2>>"$RUN/harness.err"; sleep 0.05
+    done
+  fi
   # Quiet tail: stopped processes are continued, then grants must resume (liveness) before
   # the run ends.
   max_hold=$((TTL * HOLD_MAX / 100))
