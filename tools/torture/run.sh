@@ -109,7 +109,8 @@ declare -A STOP_NOTED=()   # pid -> 1 once its stop was noted as a fault
 spawn() {  # spawn SLOT
   local slot=$1 extra=()
   SPAWNS[slot]=$((${SPAWNS[slot]:-0} + 1))
-  [[ $CONTROL == ignore-tokens && $slot == 0 ]] && extra+=(--self-stop-prob 1)
+  # The first worker to reach a write window stops there; the others go on and write.
+  [[ $CONTROL == ignore-tokens ]] && extra+=(--self-stop-once "$RUN/selfstop.claim")
   "$WORKER" run --url "$URL" --name "$NAME" --strategy "$STRATEGY" --ttl-ms "$TTL" \
     --dir "$RUN" --slot "$slot" --hold-min-pct "$HOLD_MIN" --hold-max-pct "$HOLD_MAX" \
     --renew "$RENEW_NOW" --seed $((SEED + slot * 7919 + SPAWNS[slot] * 104729)) \
@@ -209,13 +210,13 @@ nemesis_stop() {
 
 nemesis_session_kill() {
   local line pid sid ports port sql
+  port=${URL##*:}; port=${port%%/*}
   line=$(holder_line)
   [[ -n $line ]] || line="$(victim) 0 0"
   read -r pid _ sid <<<"$line"
   note fault session-kill "$pid"
   if [[ $sid == 0 ]]; then
     # Pooled sessions: end every server session of that worker, found by its local ports.
-    port=${URL##*:}; port=${port%%/*}
     ports=$(ss -tnpH state established "( dport = :$port )" 2>/dev/null |
             awk -v p="pid=$pid," 'index($0, p) { n = split($3, a, ":"); print a[n] }' | paste -sd, -)
     [[ -n $ports ]] || { note fault_end session-kill "$pid"; return 0; }
@@ -228,7 +229,7 @@ nemesis_session_kill() {
     sql="SELECT pg_terminate_backend($sid)"
   fi
   if [[ $BACKEND == postgresql ]]; then
-    /usr/lib/postgresql/15/bin/psql -qAtX -h "$DB/pg-sock" -p "${URL##*:}" -U postgres -d postgres \
+    /usr/lib/postgresql/15/bin/psql -qAtX -h "$DB/pg-sock" -p "$port" -U postgres -d postgres \
       -c "$sql" >/dev/null 2>>"$RUN/harness.err" || true
   else
     local ids=$sid id
@@ -296,6 +297,7 @@ RUN_NO=0
 run_one() {
   BACKEND=$1 STRATEGY=$2
   local nemeses=$3 duration=$4 procs=$5 kinds=() kind n item start end t next max_hold
+  local has_stop=0
   local -A cap=() used=()
   RUN_NO=$((RUN_NO + 1))
   RUN=$WORK/r$RUN_NO-$BACKEND-$STRATEGY
@@ -324,6 +326,7 @@ run_one() {
   done
 
   local had_faults=${#kinds[@]}
+  [[ " ${kinds[*]} " == *" stop "* ]] && has_stop=1
   "$CLI" migrate --url "$URL" >/dev/null
   note run_start
   for ((n = 0; n < procs; n++)); do spawn "$n"; done
@@ -345,10 +348,10 @@ run_one() {
     sleep 0.05
   done
   if [[ $CONTROL == ignore-tokens ]]; then
-    # Deterministic: wait (bounded) until slot 0 has stopped in its write window and resumed,
-    # i.e. made its stale write, however long it took to be granted.
+    # Deterministic: wait (bounded) until the self-stopped worker has resumed, i.e. made its
+    # stale write.
     local give_up=$(($(now_ms) + 30000))
-    while ! grep -q " resumed " "$RUN/h-00.log" 2>/dev/null && (($(now_ms) < give_up)); do
+    while ! cat "$RUN"/h-*.log | grep -q " resumed " && (($(now_ms) < give_up)); do
       monitor 2>>"$RUN/harness.err"; sleep 0.05
     done
   fi
@@ -356,7 +359,8 @@ run_one() {
   # the run ends.
   max_hold=$((TTL * HOLD_MAX / 100))
   local tail_ms=0
-  ((had_faults)) && tail_ms=$((STOP_MS + TTL + max_hold + BOUND + 1000))
+  # Long enough for a last stop to be continued and a whole liveness window to follow.
+  ((had_faults)) && tail_ms=$((has_stop * STOP_MS + TTL + max_hold + BOUND + 1000))
   # The control only needs its last self-stopped worker continued (and its stale write done).
   [[ $CONTROL == ignore-tokens ]] && tail_ms=$((STOP_MS + 500))
   local quiet_end=$(($(now_ms) + tail_ms))
@@ -420,9 +424,9 @@ case $MODE in
     STRATEGIES=unique_key,select_for_update,optimistic_version
     saved_ttl=$TTL saved_hold=$HOLD
     TTL=1000 HOLD=1-50
-    run_matrix kill,crash:1 10 4 || status=1
+    run_matrix kill,crash:1 8 4 || status=1
     TTL=1500 HOLD=1-80
-    run_matrix none 8 6 || status=1
+    run_matrix none 14 6 || status=1
     TTL=$saved_ttl HOLD=$saved_hold
     run_controls || status=1
     echo "torture smoke: $((SECONDS - t0)) s, status $status" ;;

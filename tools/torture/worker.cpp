@@ -3,13 +3,16 @@
 //   sqlock_torture_worker run --url URL --name NAME --strategy S --ttl-ms T --dir DIR --slot K
 //       [--hold-min-pct 1] [--hold-max-pct 80] [--renew on|off|mix] [--seed N] [--poll-ms 5]
 //       [--wait-factor 10] [--control none|skip-lock|ignore-tokens] [--self-stop-prob P]
+//       [--self-stop-once FILE]
 //   sqlock_torture_worker note FILE KIND [ARG...]     append a harness note (PID 0, TOKEN 0)
 //
 // "run" loops until DIR/stop exists: acquire, hold (observing owns_lock()), fenced write,
 // counter write, release, recording each step in DIR/h-K.log. While it holds the lock,
 // DIR/hold-K contains "PID TOKEN SESSION_ID" so the harness can aim faults at the holder.
 // SIGUSR1 asks it to raise(SIGSTOP) inside its next write window (after the last owns_lock()
-// check, before the fenced write), where a pause does the most damage.
+// check, before the fenced write), where a pause does the most damage; so do
+// --self-stop-prob (each grant with that probability) and --self-stop-once FILE (the first
+// process to reach a write window and create FILE).
 #include "history.hpp"
 
 #include <atomic>
@@ -44,6 +47,7 @@ struct options {
     int slot = 0;
     unsigned seed = 0;
     double self_stop_prob = 0;
+    std::string self_stop_once; ///< stop in the write window if this file can be created
 };
 
 /// A file descriptor closed on scope exit.
@@ -119,6 +123,17 @@ std::int64_t next_ticket(const std::string& dir) {
     const std::int64_t t = read_number(dir + "/ticket") + 1;
     write_number(dir + "/ticket", t);
     return t;
+}
+
+/// True for the one process that creates `path` first (false for all when path is empty).
+bool claim_once(const std::string& path) {
+    if (path.empty())
+        return false;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return false;
+    ::close(fd);
+    return true;
 }
 
 bool stop_file_exists(const options& o) {
@@ -233,7 +248,8 @@ int run(const options& o) {
                 // The write window: no owns_lock() check from here on; fencing protects it.
                 std::this_thread::sleep_for(std::chrono::microseconds(uniform(0, 2000)));
                 if (g_stop_requested.exchange(false) ||
-                    std::uniform_real_distribution<double>(0, 1)(rng) < o.self_stop_prob) {
+                    std::uniform_real_distribution<double>(0, 1)(rng) < o.self_stop_prob ||
+                    claim_once(o.self_stop_once)) {
                     rec(torture::kind::selfstop, token);
                     std::raise(SIGSTOP);
                     rec(torture::kind::resumed, token);
@@ -325,6 +341,7 @@ int main(int argc, char** argv) {
         take("--slot", o.slot);
         take("--seed", o.seed);
         take("--self-stop-prob", o.self_stop_prob);
+        take("--self-stop-once", o.self_stop_once);
         if (!kv.empty()) {
             std::cerr << "sqlock_torture_worker: unknown option " << kv.begin()->first << "\n";
             return 2;
