@@ -245,13 +245,14 @@ void check_fence(const std::vector<grant_info>& grants, const check_input& input
         if (!highest || f.token > highest->token)
             highest = f;
     }
-    // A refused write means a larger token (a later grant) wrote while this grant was held:
-    // its holder must have learned of the loss by the time unlock() returned.
+    // A refused write means a token at least as large wrote first: a later grant wrote while
+    // this one was held (its holder must have been told by the time unlock() returned), or the
+    // token was handed out twice (token-dup reports that too).
     for (const auto& g : grants) {
         if (g.fence_refused && g.released && !g.lost())
             add(r, "fence-silent",
-                who(g) + ": the resource refused its write (a later grant wrote first), "
-                         "yet it was never told it lost the lock");
+                who(g) + ": the resource refused its write (an equal or larger token wrote "
+                         "first), yet it was never told it lost the lock");
     }
 }
 
