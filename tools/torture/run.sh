@@ -158,6 +158,16 @@ monitor() {
   done
 }
 
+# A stop asked for by SIGUSR1 that has not happened yet: end its fault now (a later self-stop
+# is noted as a new fault by monitor()), so it does not hide every later liveness window.
+close_pending_stops() {
+  local pid
+  for pid in "${!STOP_NOTED[@]}"; do
+    [[ -n ${STOP_SEEN[$pid]:-} ]] && continue
+    note fault_end stop "$pid"; unset "STOP_NOTED[$pid]"
+  done
+}
+
 continue_all() {
   local pid
   for pid in "${!STOP_SEEN[@]}"; do
@@ -248,6 +258,7 @@ nemesis_crash() {
     # No server: everything that holds SQLite state dies at once.
     for i in "${!PIDS[@]}"; do kill -KILL "${PIDS[i]}" 2>/dev/null || true; done
     for i in "${!PIDS[@]}"; do wait "${PIDS[i]}" 2>/dev/null || true; done
+    for i in "${!STOP_NOTED[@]}"; do note fault_end stop "$i"; done
     STOP_SEEN=() STOP_NOTED=()
     for i in "${!PIDS[@]}"; do spawn "$i"; done
   else
@@ -363,6 +374,7 @@ run_one() {
   ((had_faults)) && tail_ms=$((has_stop * STOP_MS + TTL + max_hold + BOUND + 1000))
   # The control only needs its last self-stopped worker continued (and its stale write done).
   [[ $CONTROL == ignore-tokens ]] && tail_ms=$((STOP_MS + 500))
+  close_pending_stops
   local quiet_end=$(($(now_ms) + tail_ms))
   while (($(now_ms) < quiet_end)); do monitor; end_pause; sleep 0.05; done
   end_pause force
