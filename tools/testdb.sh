@@ -274,6 +274,7 @@ do_crash() {
   if [[ $which != mariadb ]]; then
     pid=$(pg_pid)
     alive "$pid" '^postgres$' || die "postgres not running in $DIR"
+    # shellcheck disable=SC2046  # a list of pids
     kill -CONT "$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null || true) 2>/dev/null || true
     as_pg "$PGBIN/pg_ctl" stop -D "$DIR/pg" -m immediate -w -t 30 >/dev/null
   fi

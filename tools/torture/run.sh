@@ -18,7 +18,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 TESTDB=$ROOT/tools/testdb.sh
 
-BACKENDS=sqlite STRATEGIES=unique_key NEMESES=none PROCESSES= DURATION=20 TTL=1500
+BACKENDS=sqlite STRATEGIES=unique_key NEMESES=none PROCESSES='' DURATION=20 TTL=1500
 HOLD=1-80 SEED=$((RANDOM * 32768 + RANDOM)) INTERVAL=2000 BOUND=3000 RENEW=mix
 BUILD=$ROOT/build/ci KEEP=0 DURATION_SET=0 CONTROL=none MODE=single STOP_FACTOR=15
 
@@ -180,6 +180,7 @@ server_pids() {
   local pid
   if [[ $BACKEND == postgresql ]]; then
     pid=$(head -n1 "$DB/pg/postmaster.pid")
+    # shellcheck disable=SC2046  # a list of pids
     echo "$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null || true)
   else
     cat "$DB/mariadb/mysqld.pid"
