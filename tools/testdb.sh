@@ -5,6 +5,9 @@
 #   tools/testdb.sh stop DIR             stop both (idempotent, also handles SIGSTOPped servers)
 #   tools/testdb.sh env DIR              print DIR/env.sh (exit 1 if not running)
 #   tools/testdb.sh run DIR -- CMD...    start, run CMD with the env, always stop; exits with CMD's status
+#   tools/testdb.sh crash DIR [postgres|mariadb|all]    crash a running server (PostgreSQL:
+#                                        pg_ctl stop -m immediate; MariaDB: kill -9 of mariadbd)
+#   tools/testdb.sh restart DIR [postgres|mariadb|all]  start it again, same data dir and port
 #
 # The system instances (/var/lib/postgresql, /var/lib/mysql, /etc/...) are never used or touched.
 set -euo pipefail
@@ -14,7 +17,7 @@ MY_SBIN=/usr/sbin
 WAIT_SECS=60
 
 die() { echo "testdb: $*" >&2; exit 1; }
-usage() { sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # ---------------------------------------------------------------- helpers
 ensure_binaries() {
@@ -94,6 +97,37 @@ pick_port() {
 pg_pid() { head -n1 "$DIR/pg/postmaster.pid" 2>/dev/null || true; }
 my_pid() { cat "$DIR/mariadb/mysqld.pid" 2>/dev/null || true; }
 
+# Start mariadbd with the given arguments in the background; $! is its pid.
+launch_mariadbd() {
+  setsid nohup "$MY_SBIN/mariadbd" "$@" </dev/null >>"$DIR/mariadb.log" 2>&1 &
+}
+
+# Wait (bounded) until the server(s) named in $1 (postgres|mariadb|all) answer.
+wait_ready() {
+  local which=$1 pgport deadline=$((SECONDS + WAIT_SECS))
+  pgport=$(sed -n 's/^port = //p' "$DIR/pg/postgresql.conf" | tail -n1)
+  if [[ $which != mariadb ]]; then
+    until "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$pgport"; do
+      ((SECONDS < deadline)) || die "postgres not ready after ${WAIT_SECS}s"
+      sleep 0.1
+    done
+  fi
+  if [[ $which != postgres ]]; then
+    until mariadb-admin --no-defaults --socket="$DIR/mariadb/mysqld.sock" -uroot \
+          --connect-timeout=2 ping >/dev/null 2>&1 && [[ -s $DIR/mariadb/mysqld.pid ]]; do
+      ((SECONDS < deadline)) || die "mariadb not ready after ${WAIT_SECS}s"
+      sleep 0.1
+    done
+  fi
+}
+
+# Rewrite the pids in env.sh after a restart.
+update_env_pids() {
+  [[ -f $DIR/env.sh ]] || return 0
+  sed -i -e "s/^export SQLOCK_TEST_POSTGRES_PID=.*/export SQLOCK_TEST_POSTGRES_PID=$(pg_pid)/" \
+         -e "s/^export SQLOCK_TEST_MYSQL_PID=.*/export SQLOCK_TEST_MYSQL_PID=$(my_pid)/" "$DIR/env.sh"
+}
+
 # ---------------------------------------------------------------- commands
 # Stop server PID $1 (comm regex $2) by running "$3..."; SIGKILL it (and its
 # children) if it is not gone within 30 s.
@@ -134,7 +168,8 @@ do_start() {
   setup_users
   do_stop
   # Only remove what this script creates, never DIR itself.
-  rm -rf "$DIR/pg" "$DIR/pg-sock" "$DIR/mariadb" "$DIR/pg.log" "$DIR/mariadb.log" "$DIR/env.sh"
+  rm -rf "$DIR/pg" "$DIR/pg-sock" "$DIR/mariadb" "$DIR/pg.log" "$DIR/mariadb.log" "$DIR/mariadb.args" \
+    "$DIR/env.sh"
   check_traversable
   # Unix socket paths are limited to 107 bytes.
   (( ${#DIR} <= 80 )) || die "DIR path too long for unix sockets (${#DIR} > 80 chars): $DIR"
@@ -178,11 +213,14 @@ EOF
     >>"$DIR/mariadb.log" 2>&1
   # Run mariadbd directly (no mysqld_safe, so the pid is the server itself);
   # setsid detaches it from our session/terminal.
-  setsid nohup "$MY_SBIN/mariadbd" "${myargs[@]}" --port="$myport" --bind-address=127.0.0.1 \
-    --socket="$DIR/mariadb/mysqld.sock" --pid-file="$DIR/mariadb/mysqld.pid" \
-    --log-error="$DIR/mariadb.log" --skip-name-resolve --max-connections=200 \
-    --innodb-flush-log-at-trx-commit=1 --character-set-server=utf8mb4 \
-    --collation-server=utf8mb4_general_ci </dev/null >>"$DIR/mariadb.log" 2>&1 &
+  myargs+=(--port="$myport" --bind-address=127.0.0.1
+    --socket="$DIR/mariadb/mysqld.sock" --pid-file="$DIR/mariadb/mysqld.pid"
+    --log-error="$DIR/mariadb.log" --skip-name-resolve --max-connections=200
+    --innodb-flush-log-at-trx-commit=1 --character-set-server=utf8mb4
+    --collation-server=utf8mb4_general_ci)
+  # Kept for "restart" (same arguments after a crash), one per line.
+  printf '%s\n' "${myargs[@]}" >"$DIR/mariadb.args"
+  launch_mariadbd "${myargs[@]}"
   local mystarter=$!
 
   # --- wait for both (bounded)
@@ -229,6 +267,43 @@ EOF
   echo "mariadb:  mysql://sqlock:$pw@127.0.0.1:$myport/sqlock_test"
 }
 
+# Crash without any shutdown work: what a power cut or an OOM kill leaves behind.
+do_crash() {
+  local which=${1:-all} pid
+  [[ $which =~ ^(postgres|mariadb|all)$ ]] || usage
+  if [[ $which != mariadb ]]; then
+    pid=$(pg_pid)
+    alive "$pid" '^postgres$' || die "postgres not running in $DIR"
+    # shellcheck disable=SC2046  # a list of pids
+    kill -CONT "$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null || true) 2>/dev/null || true
+    as_pg "$PGBIN/pg_ctl" stop -D "$DIR/pg" -m immediate -w -t 30 >/dev/null
+  fi
+  if [[ $which != postgres ]]; then
+    pid=$(my_pid)
+    alive "$pid" '^mariadbd$' || die "mariadb not running in $DIR"
+    kill -KILL "$pid"
+    wait_gone "$pid" 30 '^mariadbd$' || die "mariadbd $pid would not die"
+  fi
+}
+
+do_restart() {
+  local which=${1:-all} args=()
+  [[ $which =~ ^(postgres|mariadb|all)$ ]] || usage
+  if [[ $which != mariadb ]] && ! alive "$(pg_pid)" '^postgres$'; then
+    [[ -d $DIR/pg ]] || die "no postgres data dir in $DIR"
+    as_pg "$PGBIN/pg_ctl" start -W -D "$DIR/pg" -l "$DIR/pg.log" >/dev/null
+  fi
+  if [[ $which != postgres ]] && ! alive "$(my_pid)" '^mariadbd$'; then
+    [[ -s $DIR/mariadb.args ]] || die "no $DIR/mariadb.args (started by an older testdb.sh?)"
+    mapfile -t args <"$DIR/mariadb.args"
+    # The pid file of the killed server would make wait_ready succeed too early.
+    rm -f "$DIR/mariadb/mysqld.pid"
+    launch_mariadbd "${args[@]}"
+  fi
+  wait_ready "$which"
+  update_env_pids
+}
+
 do_env() {
   if [[ -f $DIR/env.sh ]] && alive "$(pg_pid)" '^postgres$' && alive "$(my_pid)" '^mariadbd$'; then
     cat "$DIR/env.sh"
@@ -272,5 +347,7 @@ case $cmd in
   stop)  setup_users; do_stop ;;
   env)   do_env ;;
   run)   do_run "$@" ;;
+  crash)   setup_users; do_crash "$@" ;;
+  restart) setup_users; do_restart "$@" ;;
   *)     usage ;;
 esac

@@ -1,0 +1,82 @@
+// checker.hpp: verifies a torture run's history (see tools/torture/README.md, "Checks").
+//
+// Every rule only flags what is certainly a violation given that each timestamp was read after
+// the event it records (or before, for the kinds history.hpp marks "before"), on one monotonic
+// clock shared by all processes of the host.
+#pragma once
+
+#include "history.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torture {
+
+/// One write the fenced resource accepted, in the order it accepted them.
+struct fence_entry {
+    std::int64_t t_ns = 0;
+    std::int64_t pid = 0;
+    std::int64_t token = 0;
+};
+
+/// Everything a run left behind.
+struct check_input {
+    /// One entry per worker history file, each in file order.
+    std::vector<std::vector<event>> workers;
+    /// The harness's notes (faults, stops, run start/end), in file order.
+    std::vector<event> harness;
+    /// The fenced resource's accept log.
+    std::vector<fence_entry> fence_log;
+    /// Final value of the read-modify-write counter (nullopt: the file was never written, 0).
+    std::optional<std::int64_t> counter_final;
+};
+
+struct check_params {
+    std::int64_t ttl_ns = 0;
+    /// Longest hold a worker may choose (liveness allows a legitimate holder to finish).
+    std::int64_t max_hold_ns = 0;
+    /// Extra time allowed for grants to resume after a fault: TTL + max hold + this.
+    std::int64_t liveness_bound_ns = 5'000'000'000;
+    /// Nemesis "none": any loss signal is a false loss and fails the run.
+    bool no_fault = false;
+};
+
+struct violation {
+    std::string
+        rule; ///< overlap, counter, token-dup, token-order, fence, fence-silent, pause, liveness
+    std::string message;
+};
+
+struct check_result {
+    std::int64_t grants = 0;
+    std::int64_t releases = 0;
+    /// Grants that got any loss signal (told, on_lost, last_loss() != none).
+    std::int64_t losses = 0;
+    /// losses when no_fault (0 otherwise).
+    std::int64_t false_losses = 0;
+    std::int64_t timeouts = 0;
+    std::int64_t errors = 0;
+    std::int64_t fence_refused = 0;
+    /// Faults injected, per nemesis (from the harness's fault notes).
+    std::map<std::string, std::int64_t> faults;
+    std::int64_t pauses_checked = 0;
+    std::int64_t liveness_windows_checked = 0;
+    /// Whether the counter rule applied (no loss at all, no writer killed mid-write).
+    bool counter_checked = false;
+    std::vector<violation> violations;
+
+    /// No violation, and no false loss in no-fault mode.
+    bool passed() const noexcept { return violations.empty() && false_losses == 0; }
+};
+
+/// Runs every check. Malformed input (a token event before its grant) is reported as an error
+/// count, never as a violation.
+check_result check(const check_input& input, const check_params& params);
+
+/// Parses a fence log line "T_NS PID TOKEN"; nullopt when malformed.
+std::optional<fence_entry> parse_fence_line(std::string_view line);
+
+} // namespace torture

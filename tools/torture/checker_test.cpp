@@ -1,0 +1,286 @@
+// checker_test.cpp: the torture checker on synthetic histories (no database needed).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include "checker.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace torture;
+
+namespace {
+
+constexpr std::int64_t ms = 1'000'000;
+constexpr std::int64_t ttl = 1000 * ms;
+
+/// Builds one worker's history; times in ms.
+struct worker_log {
+    explicit worker_log(std::int64_t p) : pid(p) {}
+    std::int64_t pid;
+    std::vector<event> events;
+
+    worker_log& ev(std::int64_t t_ms, kind k, std::int64_t token = 0,
+                   std::vector<std::string> args = {}) {
+        events.push_back({t_ms * ms, pid, k, token, std::move(args)});
+        return *this;
+    }
+    /// A clean grant: acquire, grant, read, own observations, fence, counter, release.
+    worker_log& hold(std::int64_t t_acquire, std::int64_t t_grant, std::int64_t t_release,
+                     std::int64_t token, std::int64_t counter_value) {
+        ev(t_acquire, kind::acquire);
+        ev(t_grant, kind::grant, token, {"1", "0"});
+        ev(t_grant + 1, kind::read, token, {std::to_string(counter_value)});
+        for (auto t = t_grant + 2; t < t_release - 2; t += 10)
+            ev(t, kind::own, token);
+        ev(t_release - 2, kind::own, token);
+        ev(t_release - 1, kind::fence, token, {"accepted", "0"});
+        ev(t_release - 1, kind::cw, token, {std::to_string(counter_value + 1)});
+        ev(t_release - 1, kind::incr, token, {std::to_string(counter_value + 1)});
+        ev(t_release, kind::release, token, {"none", "0"});
+        return *this;
+    }
+};
+
+event note(std::int64_t t_ms, kind k, std::vector<std::string> args = {}) {
+    return {t_ms * ms, 0, k, 0, std::move(args)};
+}
+
+check_params params(bool no_fault = false) {
+    check_params p;
+    p.ttl_ns = ttl;
+    p.max_hold_ns = 800 * ms;
+    p.liveness_bound_ns = 1000 * ms;
+    p.no_fault = no_fault;
+    return p;
+}
+
+/// Two workers taking turns: tokens 1..4, counter 0..4, fence log in order.
+check_input clean_run() {
+    check_input in;
+    worker_log a{100}, b{200};
+    a.hold(0, 10, 100, 1, 0);
+    b.hold(5, 101, 200, 2, 1);
+    a.hold(101, 201, 300, 3, 2);
+    b.hold(201, 301, 400, 4, 3);
+    in.workers = {a.events, b.events};
+    in.harness = {note(0, kind::run_start), note(5000, kind::run_end)};
+    in.fence_log = {{99 * ms, 100, 1}, {199 * ms, 200, 2}, {299 * ms, 100, 3}, {399 * ms, 200, 4}};
+    in.counter_final = 4;
+    return in;
+}
+
+bool has_rule(const check_result& r, const std::string& rule) {
+    for (const auto& v : r.violations)
+        if (v.rule == rule)
+            return true;
+    return false;
+}
+
+} // namespace
+
+TEST_CASE("history lines round-trip and malformed lines are rejected") {
+    const event e{123, 45, kind::fence, 7, {"accepted", "6"}};
+    const auto parsed = parse(format(e));
+    REQUIRE(parsed);
+    CHECK(parsed->t_ns == 123);
+    CHECK(parsed->pid == 45);
+    CHECK(parsed->kind == kind::fence);
+    CHECK(parsed->token == 7);
+    CHECK(parsed->args == std::vector<std::string>{"accepted", "6"});
+    CHECK_FALSE(parse("12 3 nonsense 0"));
+    CHECK_FALSE(parse("12 3 grant"));
+    CHECK_FALSE(parse("x 3 grant 1"));
+    // Spaces inside an argument cannot break the format.
+    const auto msg = parse(format({1, 2, kind::error, 0, {"a b\nc"}}));
+    REQUIRE(msg);
+    CHECK(msg->args == std::vector<std::string>{"a_b_c"});
+    CHECK(parse_fence_line("5 6 7\n")->token == 7);
+    CHECK_FALSE(parse_fence_line("5 6"));
+}
+
+TEST_CASE("a clean history passes every check") {
+    const auto r = check(clean_run(), params(true));
+    CHECK(r.violations.empty());
+    CHECK(r.grants == 4);
+    CHECK(r.releases == 4);
+    CHECK(r.false_losses == 0);
+    CHECK(r.counter_checked);
+    CHECK(r.liveness_windows_checked == 1);
+    CHECK(r.passed());
+}
+
+TEST_CASE("rule 1: owns_lock() true after a later grant is a silent overlap") {
+    auto in = clean_run();
+    // Worker A (token 1) still sees its lock after B was granted token 2 at 101 ms.
+    in.workers[0].push_back({150 * ms, 100, kind::own, 1, {}});
+    const auto r = check(in, params());
+    CHECK(has_rule(r, "overlap"));
+}
+
+TEST_CASE("rule 1: an observation before the later grant was recorded is not flagged") {
+    auto in = clean_run();
+    // Clock read at 100.5 ms, B's grant recorded at 101 ms: B may have been granted after.
+    in.workers[0].push_back({100 * ms + ms / 2, 100, kind::own, 1, {}});
+    CHECK_FALSE(has_rule(check(in, params()), "overlap"));
+}
+
+TEST_CASE("rule 1: a holder that was told may overlap") {
+    auto in = clean_run();
+    // A learns of its loss (told) and stops observing: no own after B's grant, no violation,
+    // but the loss disables the counter check and counts as a loss.
+    in.workers[0].push_back({150 * ms, 100, kind::told, 1, {}});
+    const auto r = check(in, params());
+    CHECK(r.violations.empty());
+    CHECK(r.losses == 1);
+    CHECK_FALSE(r.counter_checked);
+}
+
+TEST_CASE("rule 1: lost updates of the counter are caught") {
+    auto in = clean_run();
+    in.counter_final = 3;
+    CHECK(has_rule(check(in, params()), "counter"));
+
+    // Two untold grants wrote the same value.
+    auto dup = clean_run();
+    for (auto& e : dup.workers[1])
+        if (e.token == 2 && (e.kind == kind::incr || e.kind == kind::cw))
+            e.args = {"1"};
+    CHECK(has_rule(check(dup, params()), "counter"));
+}
+
+TEST_CASE("rule 1: the counter is not checked when a writer died mid-write") {
+    auto in = clean_run();
+    worker_log c{300};
+    c.ev(400, kind::acquire).ev(410, kind::grant, 5).ev(411, kind::read, 5, {"4"});
+    c.ev(420, kind::fence, 5, {"accepted", "4"}).ev(421, kind::cw, 5, {"5"});
+    in.workers.push_back(c.events); // killed here: counter may or may not say 5
+    in.counter_final = 5;
+    const auto r = check(in, params());
+    CHECK_FALSE(r.counter_checked);
+    CHECK(r.violations.empty());
+}
+
+TEST_CASE("rule 2: a token granted twice is a violation") {
+    auto in = clean_run();
+    worker_log c{300};
+    c.hold(400, 410, 500, 4, 4);
+    in.workers.push_back(c.events);
+    in.counter_final = 5;
+    CHECK(has_rule(check(in, params()), "token-dup"));
+}
+
+TEST_CASE("rule 2: a later lock() call must get a larger token") {
+    auto in = clean_run();
+    worker_log c{300};
+    // c's lock() call begins at 402 ms, after token 4 was granted (301 ms), yet gets a smaller
+    // token that was never granted before (-1: token 0 is reserved for "no grant").
+    c.hold(402, 410, 500, -1, 4);
+    in.workers.push_back(c.events);
+    in.counter_final = 5;
+    CHECK(has_rule(check(in, params()), "token-order"));
+}
+
+TEST_CASE("rule 2: a slow grant recorded late with a smaller token is not flagged") {
+    // B's lock() began before A's grant was recorded, so B may have been granted first and
+    // merely recorded its grant late (it was stopped right after lock() returned).
+    check_input in;
+    worker_log a{100}, b{200};
+    a.hold(0, 10, 100, 2, 0);
+    b.ev(5, kind::acquire).ev(300, kind::grant, 1, {"0", "0"});
+    b.ev(301, kind::told, 1).ev(302, kind::release, 1, {"lost", "0"});
+    in.workers = {a.events, b.events};
+    in.fence_log = {{99 * ms, 100, 2}};
+    const auto r = check(in, params());
+    CHECK_FALSE(has_rule(r, "token-order"));
+}
+
+TEST_CASE("rule 3: the fenced resource must never accept a smaller token") {
+    auto in = clean_run();
+    in.fence_log.push_back({450 * ms, 100, 3});
+    CHECK(has_rule(check(in, params()), "fence"));
+}
+
+TEST_CASE("rule 3: a refused fenced write without any loss signal is a silent loss") {
+    auto in = clean_run();
+    for (auto& e : in.workers[0])
+        if (e.token == 3 && e.kind == kind::fence)
+            e.args = {"refused", "4"};
+    CHECK(has_rule(check(in, params()), "fence-silent"));
+    // With last_loss() == lost it was told, which is fine.
+    for (auto& e : in.workers[0])
+        if (e.token == 3 && e.kind == kind::release)
+            e.args = {"lost", "0"};
+    CHECK_FALSE(has_rule(check(in, params()), "fence-silent"));
+}
+
+TEST_CASE("rule 4: after a stop longer than the TTL, owns_lock() must be false") {
+    check_input in;
+    worker_log a{100};
+    a.ev(0, kind::acquire).ev(10, kind::grant, 1).ev(20, kind::own, 1);
+    in.harness = {note(0, kind::run_start), note(30, kind::stopped, {"100"}),
+                  note(1530, kind::cont, {"100"})};
+    SUBCASE("owns_lock() true after SIGCONT is flagged") {
+        a.ev(1531, kind::own, 1);
+        in.workers = {a.events};
+        const auto r = check(in, params());
+        CHECK(r.pauses_checked == 1);
+        CHECK(has_rule(r, "pause"));
+    }
+    SUBCASE("told after SIGCONT passes") {
+        a.ev(1531, kind::told, 1).ev(1540, kind::release, 1, {"lost", "0"});
+        in.workers = {a.events};
+        const auto r = check(in, params());
+        CHECK(r.pauses_checked == 1);
+        CHECK(r.violations.empty());
+    }
+    SUBCASE("a stop shorter than the TTL is not checked") {
+        in.harness[2].t_ns = 900 * ms;
+        a.ev(901, kind::own, 1);
+        in.workers = {a.events};
+        const auto r = check(in, params());
+        CHECK(r.pauses_checked == 0);
+        CHECK_FALSE(has_rule(r, "pause"));
+    }
+}
+
+TEST_CASE("rule 5: grants must resume after the last fault") {
+    auto in = clean_run();
+    in.harness = {note(0, kind::run_start), note(400, kind::fault, {"kill", "1"}),
+                  note(450, kind::fault_end, {"kill", "1"}), note(10000, kind::run_end)};
+    const auto r = check(in, params());
+    CHECK(r.faults.at("kill") == 1);
+    CHECK(has_rule(r, "liveness")); // nothing granted after 450 ms
+
+    worker_log c{300};
+    c.hold(500, 2000, 2100, 5, 4);
+    in.workers.push_back(c.events);
+    in.counter_final = 5;
+    CHECK_FALSE(has_rule(check(in, params()), "liveness"));
+
+    // A window cut short by the end of the run cannot be judged.
+    auto short_run = clean_run();
+    short_run.harness = {note(0, kind::run_start), note(400, kind::fault, {"kill", "1"}),
+                         note(450, kind::fault_end, {"kill", "1"}), note(1000, kind::run_end)};
+    CHECK_FALSE(has_rule(check(short_run, params()), "liveness"));
+}
+
+TEST_CASE("no-fault mode: every loss signal is a false loss") {
+    auto in = clean_run();
+    in.workers[1].push_back({150 * ms, 200, kind::lost_cb, 2, {"lost"}});
+    auto r = check(in, params(true));
+    CHECK(r.false_losses == 1);
+    CHECK_FALSE(r.passed());
+    // The same history in a fault run is fine.
+    r = check(in, params(false));
+    CHECK(r.false_losses == 0);
+    CHECK(r.losses == 1);
+    CHECK(r.passed());
+}
+
+TEST_CASE("an on_lost callback recorded before its grant line still counts") {
+    // on_lost runs on sqlock's thread: for a grant born lost it can beat the grant record.
+    auto in = clean_run();
+    auto& b = in.workers[1];
+    b.insert(b.begin() + 1, event{100 * ms, 200, kind::lost_cb, 2, {"lost"}});
+    const auto r = check(in, params(true));
+    CHECK(r.false_losses == 1);
+    CHECK(r.errors == 0);
+}

@@ -1,0 +1,451 @@
+#!/usr/bin/env bash
+# Fault-injection torture runs for sqlock (see tools/torture/README.md).
+#
+#   tools/torture/run.sh [--backend sqlite|postgresql|mysql|all] [--strategy S|all]
+#                        [--nemesis LIST] [--processes N] [--duration SECS] [--ttl MS]
+#                        [--hold MIN-MAX] [--seed N] [--interval MS] [--liveness-bound MS]
+#                        [--renew on|off|mix] [--build DIR] [--keep] [--control skip-lock|ignore-tokens]
+#   tools/torture/run.sh --controls     both negative controls; exit 0 only if both are caught
+#   tools/torture/run.sh --smoke        every backend x strategy, short (a few minutes)
+#   tools/torture/run.sh --long         every backend x strategy, 10 minutes each, all nemeses
+#
+# NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|mix; "KIND:N" injects
+# KIND at most N times. Prints one summary line per run; exits 1 if any run failed (for
+# --controls: if a control was NOT caught), 2 on bad usage.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+TESTDB=$ROOT/tools/testdb.sh
+
+BACKENDS=sqlite STRATEGIES=unique_key NEMESES=none PROCESSES='' DURATION=20 TTL=1500
+HOLD=1-80 SEED=$((RANDOM * 32768 + RANDOM)) INTERVAL=2000 BOUND=3000 RENEW=mix
+BUILD=$ROOT/build/ci KEEP=0 DURATION_SET=0 CONTROL=none MODE=single STOP_FACTOR=15
+
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+die() { echo "torture: $*" >&2; exit 2; }
+
+while (($#)); do
+  case $1 in
+    --backend) BACKENDS=$2; shift ;;
+    --strategy) STRATEGIES=$2; shift ;;
+    --nemesis) NEMESES=$2; shift ;;
+    --processes) PROCESSES=$2; shift ;;
+    --duration) DURATION=$2 DURATION_SET=1; shift ;;
+    --ttl) TTL=$2; shift ;;
+    --hold) HOLD=$2; shift ;;
+    --seed) SEED=$2; shift ;;
+    --interval) INTERVAL=$2; shift ;;
+    --liveness-bound) BOUND=$2; shift ;;
+    --renew) RENEW=$2; shift ;;
+    --build) BUILD=$(realpath "$2"); shift ;;
+    --keep) KEEP=1 ;;
+    --control) CONTROL=$2; shift ;;
+    --controls) MODE=controls ;;
+    --smoke) MODE=smoke ;;
+    --long) MODE=long ;;
+    -h|--help) usage ;;
+    *) echo "torture: unknown option $1" >&2; usage ;;
+  esac
+  shift
+done
+[[ $BACKENDS == all ]] && BACKENDS=sqlite,postgresql,mysql
+[[ $STRATEGIES == all ]] && STRATEGIES=unique_key,select_for_update,optimistic_version
+[[ $HOLD =~ ^([0-9]+)-([0-9]+)$ ]] || die "--hold wants MIN-MAX percent of the TTL"
+[[ $CONTROL =~ ^(none|skip-lock|ignore-tokens)$ ]] || die "bad --control $CONTROL"
+WORKER=$BUILD/tools/torture/sqlock_torture_worker
+CHECK=$BUILD/tools/torture/sqlock_torture_check
+CLI=$BUILD/sqlock
+for b in "$WORKER" "$CHECK" "$CLI"; do
+  [[ -x $b ]] || die "$b missing: build first (cmake --preset ci && cmake --build --preset ci)"
+done
+
+WORK=$(mktemp -d /tmp/tort-XXXX)   # short: server unix sockets live below it
+chmod 755 "$WORK"
+DB=$WORK/db
+DB_STARTED=0
+RANDOM=$SEED
+
+# ------------------------------------------------------------------------ helpers
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+note() { "$WORKER" note "$RUN/harness.log" "$@"; }
+# State letter of a process (R, S, T, Z...), empty when gone.
+proc_state() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0; s=${s##*) }; echo "${s%% *}"; }
+
+cleanup() {
+  local p
+  for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill -KILL "$p" 2>/dev/null || true; done
+  if ((DB_STARTED)); then "$TESTDB" stop "$DB" >/dev/null 2>&1 || true; fi
+  if ((KEEP)); then echo "torture: kept $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+ensure_servers() {
+  ((DB_STARTED)) && return 0
+  mkdir -p "$DB" && chmod 755 "$DB"
+  "$TESTDB" start "$DB" >/dev/null
+  DB_STARTED=1
+  # shellcheck disable=SC1091
+  source "$DB/env.sh"
+}
+
+url_for() {
+  case $1 in
+    sqlite) echo "sqlite://$RUN/locks.db" ;;
+    postgresql) echo "$SQLOCK_TEST_POSTGRES_URL" ;;
+    mysql) echo "$SQLOCK_TEST_MYSQL_URL" ;;
+    *) die "unknown backend $1" ;;
+  esac
+}
+server_of() { [[ $1 == postgresql ]] && echo postgres || echo mariadb; }
+
+# ------------------------------------------------------------------------ workers
+declare -a PIDS=() SPAWNS=()
+declare -A STOP_SEEN=()    # pid -> ms when first seen stopped
+declare -A STOP_NOTED=()   # pid -> 1 once its stop was noted as a fault
+
+spawn() {  # spawn SLOT
+  local slot=$1 extra=()
+  SPAWNS[slot]=$((${SPAWNS[slot]:-0} + 1))
+  # The first worker to reach a write window stops there; the others go on and write.
+  [[ $CONTROL == ignore-tokens ]] && extra+=(--self-stop-once "$RUN/selfstop.claim")
+  "$WORKER" run --url "$URL" --name "$NAME" --strategy "$STRATEGY" --ttl-ms "$TTL" \
+    --dir "$RUN" --slot "$slot" --hold-min-pct "$HOLD_MIN" --hold-max-pct "$HOLD_MAX" \
+    --renew "$RENEW_NOW" --seed $((SEED + slot * 7919 + SPAWNS[slot] * 104729)) \
+    --control "$CONTROL" "${extra[@]}" 2>>"$RUN/worker-$slot.err" &
+  PIDS[slot]=$!
+}
+
+# A holder's "PID TOKEN SESSION", or nothing.
+holder_line() { local f; for f in "$RUN"/hold-*; do [[ -s $f ]] && { head -n1 "$f"; return; }; done; return 0; }
+slot_of_pid() { local i; for i in "${!PIDS[@]}"; do [[ ${PIDS[i]} == "$1" ]] && { echo "$i"; return; }; done; }
+# The holder's pid when there is one (most faults hurt most there), else a random worker.
+victim() {
+  local line; line=$(holder_line)
+  if [[ -n $line && -n $(slot_of_pid "${line%% *}") ]]; then echo "${line%% *}"
+  else echo "${PIDS[RANDOM % ${#PIDS[@]}]}"; fi
+}
+
+# Watch the workers: respawn the ones that died on their own, note stops (whoever caused
+# them), continue a stop once it lasted STOP_MS.
+monitor() {
+  local i pid st t
+  t=$(now_ms)
+  for i in "${!PIDS[@]}"; do
+    pid=${PIDS[i]}
+    st=$(proc_state "$pid")
+    if [[ -z $st || $st == Z ]]; then
+      wait "$pid" 2>/dev/null || true
+      echo "worker $i (pid $pid) exited on its own" >>"$RUN/harness.err"
+      spawn "$i"
+      continue
+    fi
+    if [[ $st == T ]]; then
+      if [[ -z ${STOP_SEEN[$pid]:-} ]]; then
+        STOP_SEEN[$pid]=$t
+        [[ -n ${STOP_NOTED[$pid]:-} ]] || { note fault stop "$pid"; ((++FAULTS)); }
+        STOP_NOTED[$pid]=1
+        note stopped "$pid"   # clock read after we saw it stopped
+      elif ((t - STOP_SEEN[$pid] >= STOP_MS)); then
+        note cont "$pid"      # clock read before the signal
+        kill -CONT "$pid" 2>/dev/null || true
+        note fault_end stop "$pid"
+        unset "STOP_SEEN[$pid]" "STOP_NOTED[$pid]"
+      fi
+    fi
+  done
+}
+
+# A stop asked for by SIGUSR1 that has not happened yet: end its fault now (a later self-stop
+# is noted as a new fault by monitor()), so it does not hide every later liveness window.
+close_pending_stops() {
+  local pid
+  for pid in "${!STOP_NOTED[@]}"; do
+    [[ -n ${STOP_SEEN[$pid]:-} ]] && continue
+    note fault_end stop "$pid"; unset "STOP_NOTED[$pid]"
+  done
+}
+
+continue_all() {
+  local pid
+  for pid in "${!STOP_SEEN[@]}"; do
+    note cont "$pid"; kill -CONT "$pid" 2>/dev/null || true; note fault_end stop "$pid"
+  done
+  STOP_SEEN=() STOP_NOTED=()
+}
+
+server_pids() {
+  local pid
+  if [[ $BACKEND == postgresql ]]; then
+    pid=$(head -n1 "$DB/pg/postmaster.pid")
+    # shellcheck disable=SC2046  # a list of pids
+    echo "$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null || true)
+  else
+    cat "$DB/mariadb/mysqld.pid"
+  fi
+}
+
+# ------------------------------------------------------------------------ nemeses
+# Each nemesis_KIND injects one fault and notes "fault KIND TARGET" ... "fault_end KIND TARGET"
+# (stops are noted by monitor()). New kinds: add a function and list it in applicable().
+applicable() {  # applicable KIND: is it meaningful for this backend?
+  case $1 in
+    kill|stop|crash) return 0 ;;
+    session-kill|pause) [[ $BACKEND != sqlite ]] ;;
+    *) die "unknown nemesis $1" ;;
+  esac
+}
+
+nemesis_kill() {
+  local pid slot; pid=$(victim); slot=$(slot_of_pid "$pid")
+  note fault kill "$slot"
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  # A stop of this process (asked for, or in progress) ends with it.
+  [[ -n ${STOP_NOTED[$pid]:-} ]] && note fault_end stop "$pid"
+  unset "STOP_SEEN[$pid]" "STOP_NOTED[$pid]"
+  spawn "$slot"
+  note fault_end kill "$slot"
+}
+
+nemesis_stop() {
+  local pid; pid=$(victim)
+  [[ -n ${STOP_SEEN[$pid]:-} ]] && return 0
+  note fault stop "$pid"; STOP_NOTED[$pid]=1
+  # Half the time the worker stops itself inside its next write window (the worst moment).
+  if ((RANDOM % 2)); then kill -USR1 "$pid" 2>/dev/null || true
+  else kill -STOP "$pid" 2>/dev/null || true; fi
+}
+
+nemesis_session_kill() {
+  local line pid sid ports port sql
+  port=${URL##*:}; port=${port%%/*}
+  line=$(holder_line)
+  [[ -n $line ]] || line="$(victim) 0 0"
+  read -r pid _ sid <<<"$line"
+  note fault session-kill "$pid"
+  if [[ $sid == 0 ]]; then
+    # Pooled sessions: end every server session of that worker, found by its local ports.
+    ports=$(ss -tnpH state established "( dport = :$port )" 2>/dev/null |
+            awk -v p="pid=$pid," 'index($0, p) { n = split($3, a, ":"); print a[n] }' | paste -sd, -)
+    [[ -n $ports ]] || { note fault_end session-kill "$pid"; return 0; }
+    if [[ $BACKEND == postgresql ]]; then
+      sql="SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE client_port IN ($ports)"
+    else
+      sql=$(printf "'127.0.0.1:%s'," ${ports//,/ }); sql="SELECT id FROM information_schema.processlist WHERE host IN (${sql%,})"
+    fi
+  elif [[ $BACKEND == postgresql ]]; then
+    sql="SELECT pg_terminate_backend($sid)"
+  fi
+  if [[ $BACKEND == postgresql ]]; then
+    /usr/lib/postgresql/15/bin/psql -qAtX -h "$DB/pg-sock" -p "$port" -U postgres -d postgres \
+      -c "$sql" >/dev/null 2>>"$RUN/harness.err" || true
+  else
+    local ids=$sid id
+    [[ $sid == 0 ]] && ids=$(mariadb --no-defaults --socket="$DB/mariadb/mysqld.sock" -uroot -N -e "$sql" 2>>"$RUN/harness.err" || true)
+    for id in $ids; do
+      mariadb --no-defaults --socket="$DB/mariadb/mysqld.sock" -uroot -e "KILL $id" 2>>"$RUN/harness.err" || true
+    done
+  fi
+  note fault_end session-kill "$pid"
+}
+
+nemesis_crash() {
+  local i
+  note fault crash "$BACKEND"
+  if [[ $BACKEND == sqlite ]]; then
+    # No server: everything that holds SQLite state dies at once.
+    for i in "${!PIDS[@]}"; do kill -KILL "${PIDS[i]}" 2>/dev/null || true; done
+    for i in "${!PIDS[@]}"; do wait "${PIDS[i]}" 2>/dev/null || true; done
+    for i in "${!STOP_NOTED[@]}"; do note fault_end stop "$i"; done
+    STOP_SEEN=() STOP_NOTED=()
+    for i in "${!PIDS[@]}"; do spawn "$i"; done
+  else
+    "$TESTDB" crash "$DB" "$(server_of "$BACKEND")" >>"$RUN/harness.err" 2>&1
+    "$TESTDB" restart "$DB" "$(server_of "$BACKEND")" >>"$RUN/harness.err" 2>&1
+  fi
+  note fault_end crash "$BACKEND"
+}
+
+PAUSE_UNTIL=0 PAUSED_PIDS=
+nemesis_pause() {
+  PAUSED_PIDS=$(server_pids)
+  note fault pause "$BACKEND"
+  # shellcheck disable=SC2086
+  kill -STOP $PAUSED_PIDS 2>/dev/null || true
+  PAUSE_UNTIL=$(($(now_ms) + TTL * 3 / 2))
+}
+end_pause() {
+  ((PAUSE_UNTIL)) || return 0
+  [[ ${1:-} == force ]] || (($(now_ms) >= PAUSE_UNTIL)) || return 0
+  # shellcheck disable=SC2086
+  kill -CONT $PAUSED_PIDS 2>/dev/null || true
+  note fault_end pause "$BACKEND"
+  PAUSE_UNTIL=0
+}
+
+# ------------------------------------------------------------------------ one run
+teardown() {
+  local max_hold=$1
+  local deadline=$(($(now_ms) + max_hold + 3000)) i alive
+  for i in "${!PIDS[@]}"; do
+    [[ -s $RUN/hold-$(printf %02d "$i") ]] || kill -KILL "${PIDS[i]}" 2>/dev/null || true
+  done
+  while :; do
+    alive=0
+    for i in "${!PIDS[@]}"; do
+      [[ -n $(proc_state "${PIDS[i]}") && $(proc_state "${PIDS[i]}") != Z ]] && alive=1
+    done
+    ((alive && $(now_ms) < deadline)) || break
+    sleep 0.05
+  done
+  for i in "${!PIDS[@]}"; do kill -KILL "${PIDS[i]}" 2>/dev/null || true; wait "${PIDS[i]}" 2>/dev/null || true; done
+  PIDS=()
+}
+RUN_NO=0
+# run_one BACKEND STRATEGY NEMESES DURATION PROCESSES -> prints the summary line; 0 pass, 1 fail
+run_one() {
+  BACKEND=$1 STRATEGY=$2
+  local nemeses=$3 duration=$4 procs=$5 kinds=() kind n item start end t next max_hold
+  local has_stop=0
+  local -A cap=() used=()
+  RUN_NO=$((RUN_NO + 1))
+  RUN=$WORK/r$RUN_NO-$BACKEND-$STRATEGY
+  mkdir -p "$RUN"
+  [[ $BACKEND == sqlite ]] || ensure_servers
+  URL=$(url_for "$BACKEND")
+  NAME="torture-$RUN_NO-$SEED"
+  HOLD_MIN=${HOLD%-*} HOLD_MAX=${HOLD#*-}
+  RENEW_NOW=$RENEW
+  FAULTS=0
+  STOP_MS=$((TTL * STOP_FACTOR / 10))
+  [[ $CONTROL == ignore-tokens ]] && STOP_MS=$((TTL * 3))
+  PIDS=() SPAWNS=() STOP_SEEN=() STOP_NOTED=()
+
+  IFS=, read -ra items <<<"$nemeses"
+  for item in "${items[@]}"; do
+    kind=${item%%:*}
+    if [[ $kind == mix ]]; then
+      for n in kill stop session-kill crash pause; do applicable "$n" && kinds+=("$n"); done
+      continue
+    fi
+    [[ $kind == none ]] && continue
+    applicable "$kind" || { echo "torture: nemesis $kind does not apply to $BACKEND; skipped" >&2; continue; }
+    kinds+=("$kind")
+    [[ $item == *:* ]] && cap[$kind]=${item#*:}
+  done
+
+  local had_faults=${#kinds[@]}
+  [[ " ${kinds[*]} " == *" stop "* ]] && has_stop=1
+  "$CLI" migrate --url "$URL" >/dev/null
+  note run_start
+  for ((n = 0; n < procs; n++)); do spawn "$n"; done
+  start=$(now_ms); end=$((start + duration * 1000))
+  next=$((start + INTERVAL / 2 + RANDOM % INTERVAL))
+  while t=$(now_ms); ((t < end)); do
+    monitor 2>>"$RUN/harness.err"
+    end_pause
+    if ((${#kinds[@]} && t >= next && !PAUSE_UNTIL)); then
+      n=$((RANDOM % ${#kinds[@]})) kind=${kinds[n]}
+      used[$kind]=$((${used[$kind]:-0} + 1))
+      "nemesis_${kind//-/_}" 2>>"$RUN/harness.err"
+      # A kind that reached its cap is not drawn again.
+      if [[ -n ${cap[$kind]:-} ]] && ((used[$kind] >= cap[$kind])); then
+        unset "kinds[n]"; kinds=("${kinds[@]}")
+      fi
+      next=$(($(now_ms) + INTERVAL / 2 + RANDOM % INTERVAL))
+    fi
+    sleep 0.05
+  done
+  if [[ $CONTROL == ignore-tokens ]]; then
+    # Deterministic: wait (bounded) until the self-stopped worker has resumed, i.e. made its
+    # stale write.
+    local give_up=$(($(now_ms) + 30000))
+    while ! cat "$RUN"/h-*.log | grep -q " resumed " && (($(now_ms) < give_up)); do
+      monitor 2>>"$RUN/harness.err"; sleep 0.05
+    done
+  fi
+  # Quiet tail: stopped processes are continued, then grants must resume (liveness) before
+  # the run ends.
+  max_hold=$((TTL * HOLD_MAX / 100))
+  local tail_ms=0
+  # Long enough for a last stop to be continued and a whole liveness window to follow.
+  ((had_faults)) && tail_ms=$((has_stop * STOP_MS + TTL + max_hold + BOUND + 1000))
+  # The control only needs its last self-stopped worker continued (and its stale write done).
+  [[ $CONTROL == ignore-tokens ]] && tail_ms=$((STOP_MS + 500))
+  close_pending_stops
+  local quiet_end=$(($(now_ms) + tail_ms))
+  while (($(now_ms) < quiet_end)); do monitor; end_pause; sleep 0.05; done
+  end_pause force
+  note run_end
+  : >"$RUN/stop"
+  continue_all
+  # Waiters would only finish after yet another hold each: kill them; let holders finish.
+  # (stderr: bash reports every killed job.)
+  teardown "$max_hold" 2>>"$RUN/harness.err"
+
+  local mode=fault fields rc=0 verdict secs
+  ((had_faults)) || [[ $CONTROL == ignore-tokens ]] || mode=none
+  fields=$("$CHECK" "$RUN" "$TTL" "$max_hold" "$BOUND" "$mode") || rc=$?
+  ((rc <= 1)) || { fields="checker-error"; rc=1; }
+  secs=$(( ($(now_ms) - start) / 1000 ))
+  if [[ $CONTROL != none ]]; then
+    # A control must be caught by the rule it exercises.
+    local want='(overlap|counter)'; [[ $CONTROL == ignore-tokens ]] && want='fence'
+    if ((rc)) && [[ $fields =~ violations=[0-9]+\([^\)]*$want ]]; then verdict=CAUGHT; rc=0
+    else verdict=MISSED; rc=1; fi
+  else
+    ((rc)) && verdict=FAIL || verdict=PASS
+  fi
+  echo "torture backend=$BACKEND strategy=$STRATEGY nemesis=$nemeses control=$CONTROL processes=$procs seconds=$secs ttl_ms=$TTL hold=$HOLD seed=$SEED $fields verdict=$verdict report=$RUN/report.txt"
+  ((rc == 0)) || KEEP=1
+  return "$rc"
+}
+
+# run_matrix NEMESES DURATION PROCESSES: every selected backend x strategy
+run_matrix() {
+  local b s status=0
+  IFS=, read -ra bs <<<"$BACKENDS"
+  IFS=, read -ra ss <<<"$STRATEGIES"
+  for b in "${bs[@]}"; do for s in "${ss[@]}"; do
+    run_one "$b" "$s" "$1" "$2" "$3" || status=1
+  done; done
+  return "$status"
+}
+
+run_controls() {
+  local status=0 saved_hold=$HOLD saved_ttl=$TTL
+  TTL=1000
+  CONTROL=skip-lock HOLD=5-50; run_one sqlite unique_key none 6 3 || status=1
+  CONTROL=ignore-tokens HOLD=1-10; run_one sqlite unique_key none 8 3 || status=1
+  CONTROL=none HOLD=$saved_hold TTL=$saved_ttl
+  return "$status"
+}
+
+status=0
+case $MODE in
+  single)
+    if [[ $NEMESES == none ]]; then : "${PROCESSES:=6}"; else : "${PROCESSES:=4}"; fi
+    run_matrix "$NEMESES" "$DURATION" "$PROCESSES" || status=1 ;;
+  controls)
+    run_controls || status=1 ;;
+  smoke)
+    t0=$SECONDS
+    BACKENDS=sqlite,postgresql,mysql
+    STRATEGIES=unique_key,select_for_update,optimistic_version
+    saved_ttl=$TTL saved_hold=$HOLD
+    TTL=1000 HOLD=1-50
+    run_matrix kill,crash:1 8 4 || status=1
+    TTL=1500 HOLD=1-80
+    run_matrix none 14 6 || status=1
+    TTL=$saved_ttl HOLD=$saved_hold
+    run_controls || status=1
+    echo "torture smoke: $((SECONDS - t0)) s, status $status" ;;
+  long)
+    BACKENDS=sqlite,postgresql,mysql STRATEGIES=unique_key,select_for_update,optimistic_version
+    ((DURATION_SET)) || DURATION=600
+    run_matrix mix "$DURATION" "${PROCESSES:-5}" || status=1 ;;
+esac
+exit "$status"

@@ -1,0 +1,363 @@
+// worker.cpp: sqlock_torture_worker, one contender of a torture run (see README.md).
+//
+//   sqlock_torture_worker run --url URL --name NAME --strategy S --ttl-ms T --dir DIR --slot K
+//       [--hold-min-pct 1] [--hold-max-pct 80] [--renew on|off|mix] [--seed N] [--poll-ms 5]
+//       [--wait-factor 10] [--control none|skip-lock|ignore-tokens] [--self-stop-prob P]
+//       [--self-stop-once FILE]
+//   sqlock_torture_worker note FILE KIND [ARG...]     append a harness note (PID 0, TOKEN 0)
+//
+// "run" loops until DIR/stop exists: acquire, hold (observing owns_lock()), fenced write,
+// counter write, release, recording each step in DIR/h-K.log. While it holds the lock,
+// DIR/hold-K contains "PID TOKEN SESSION_ID" so the harness can aim faults at the holder.
+// SIGUSR1 asks it to raise(SIGSTOP) inside its next write window (after the last owns_lock()
+// check, before the fenced write), where a pause does the most damage; so do
+// --self-stop-prob (each grant with that probability) and --self-stop-once FILE (the first
+// process to reach a write window and create FILE).
+#include "history.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sqlock/sqlock.hpp>
+#include <string>
+#include <sys/file.h>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+std::atomic<bool> g_stop_requested{false};
+
+extern "C" void on_usr1(int) {
+    g_stop_requested.store(true);
+}
+
+struct options {
+    std::string url, name, dir, control = "none", renew = "mix";
+    sqlock::strategy strategy = sqlock::strategy::unique_key;
+    std::int64_t ttl_ms = 1500, hold_min_pct = 1, hold_max_pct = 80, poll_ms = 5;
+    std::int64_t wait_factor = 10;
+    int slot = 0;
+    unsigned seed = 0;
+    double self_stop_prob = 0;
+    std::string self_stop_once; ///< stop in the write window if this file can be created
+};
+
+/// A file descriptor closed on scope exit.
+struct fd_guard {
+    int fd;
+    ~fd_guard() {
+        if (fd >= 0)
+            ::close(fd);
+    }
+};
+
+/// Holds flock(LOCK_EX) on `path` for its lifetime; the kernel drops it if we are killed.
+class file_lock {
+public:
+    explicit file_lock(const std::string& path)
+        : m_fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+        if (m_fd < 0 || ::flock(m_fd, LOCK_EX) != 0)
+            throw std::runtime_error("flock " + path + ": " + std::strerror(errno));
+    }
+    ~file_lock() { ::close(m_fd); }
+    file_lock(const file_lock&) = delete;
+    file_lock& operator=(const file_lock&) = delete;
+
+private:
+    int m_fd;
+};
+
+std::int64_t read_number(const std::string& path) {
+    fd_guard f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (f.fd < 0)
+        return 0;
+    char buf[32] = {};
+    const auto n = ::pread(f.fd, buf, sizeof buf - 1, 0);
+    return n > 0 ? std::strtoll(buf, nullptr, 10) : 0;
+}
+
+/// Fixed width, so a write never leaves a longer old value's tail behind.
+void write_number(const std::string& path, std::int64_t value) {
+    fd_guard f{::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644)};
+    char buf[32];
+    const int len = std::snprintf(buf, sizeof buf, "%020lld\n", static_cast<long long>(value));
+    if (f.fd < 0 || ::pwrite(f.fd, buf, static_cast<std::size_t>(len), 0) != len)
+        throw std::runtime_error("write " + path + ": " + std::strerror(errno));
+}
+
+void append_line(const std::string& path, const std::string& line) {
+    fd_guard f{::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)};
+    if (f.fd < 0 || ::write(f.fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+        throw std::runtime_error("append " + path + ": " + std::strerror(errno));
+}
+
+/// The fenced resource: remembers the highest token it accepted and refuses lower ones,
+/// atomically with the write (flock). With ignore_tokens (a negative control) it accepts
+/// everything. Returns {accepted, highest before}.
+std::pair<bool, std::int64_t> fenced_write(const std::string& dir, std::int64_t token,
+                                           bool ignore_tokens) {
+    file_lock lock(dir + "/fence.lock");
+    const std::int64_t highest = read_number(dir + "/fence.max");
+    if (!ignore_tokens && token <= highest)
+        return {false, highest};
+    // The maximum first, then the log: a kill between the two can only leave out a log line,
+    // never let a smaller token be accepted after a logged larger one.
+    write_number(dir + "/fence.max", std::max(highest, token));
+    append_line(dir + "/fence.log", std::to_string(torture::monotonic_ns()) + " " +
+                                        std::to_string(::getpid()) + " " + std::to_string(token) +
+                                        "\n");
+    return {true, highest};
+}
+
+/// skip-lock control: an increasing fake token, so the checks have grants to compare.
+std::int64_t next_ticket(const std::string& dir) {
+    file_lock lock(dir + "/ticket.lock");
+    const std::int64_t t = read_number(dir + "/ticket") + 1;
+    write_number(dir + "/ticket", t);
+    return t;
+}
+
+/// True for the one process that creates `path` first (false for all when path is empty).
+bool claim_once(const std::string& path) {
+    if (path.empty())
+        return false;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return false;
+    ::close(fd);
+    return true;
+}
+
+bool stop_file_exists(const options& o) {
+    return ::access((o.dir + "/stop").c_str(), F_OK) == 0;
+}
+
+int run(const options& o) {
+    const std::string slot = (o.slot < 10 ? "0" : "") + std::to_string(o.slot);
+    torture::writer history(o.dir + "/h-" + slot + ".log");
+    const std::string marker = o.dir + "/hold-" + slot;
+    const std::int64_t pid = ::getpid();
+    auto rec = [&](torture::kind k, std::int64_t token, std::vector<std::string> args = {},
+                   std::int64_t t = 0) {
+        history.write({t ? t : torture::monotonic_ns(), pid, k, token, std::move(args)});
+    };
+    rec(torture::kind::start, 0, {std::to_string(o.slot), o.control});
+
+    std::mt19937_64 rng(o.seed ^ (static_cast<std::uint64_t>(pid) << 20));
+    auto uniform = [&](std::int64_t lo, std::int64_t hi) {
+        return std::uniform_int_distribution<std::int64_t>(lo, std::max(lo, hi))(rng);
+    };
+    const bool skip_lock = o.control == "skip-lock";
+    const bool ignore_tokens = o.control == "ignore-tokens";
+
+    // Connect with retries: a respawned worker may start while the server restarts.
+    std::optional<sqlock::database> db;
+    while (!skip_lock && !db) {
+        try {
+            db = sqlock::connect(o.url);
+        } catch (const sqlock::error& e) {
+            rec(torture::kind::error, 0, {std::string("connect:") + e.what()});
+            if (stop_file_exists(o))
+                return 0;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100)); // retry backoff
+        }
+    }
+    auto make = [&](bool renew) -> std::unique_ptr<sqlock::mutex> {
+        if (skip_lock)
+            return nullptr;
+        sqlock::mutex_options mo;
+        mo.strategy = o.strategy;
+        mo.ttl = std::chrono::milliseconds(o.ttl_ms);
+        mo.renew = renew;
+        mo.on_lost = [&history, pid](const sqlock::lock_lost_event& e) {
+            history.write({torture::monotonic_ns(),
+                           pid,
+                           torture::kind::lost_cb,
+                           e.token,
+                           {std::string(sqlock::to_string(e.reason))}});
+        };
+        return std::make_unique<sqlock::mutex>(*db, o.name, mo);
+    };
+    const auto renewing = make(true);
+    const auto plain = make(false);
+    const auto wait = std::chrono::milliseconds(o.ttl_ms * o.wait_factor);
+
+    while (!stop_file_exists(o)) {
+        const bool renew = o.renew == "on" || (o.renew == "mix" && uniform(0, 1) == 1);
+        sqlock::mutex* m = renew ? renewing.get() : plain.get();
+        std::int64_t hold_ms = uniform(o.ttl_ms * o.hold_min_pct, o.ttl_ms * o.hold_max_pct) / 100;
+        if (!renew && !skip_lock) // without renewal a hold past the lease would be lost
+            hold_ms = std::min(hold_ms, o.ttl_ms * 8 / 10);
+
+        rec(torture::kind::acquire, 0);
+        std::int64_t token = 0;
+        try {
+            if (skip_lock) {
+                token = next_ticket(o.dir);
+            } else {
+                if (!m->try_lock_for(wait)) {
+                    rec(torture::kind::timeout, 0);
+                    continue;
+                }
+                token = m->token();
+            }
+        } catch (const std::exception& e) {
+            rec(torture::kind::error, 0, {std::string("lock:") + e.what()});
+            std::this_thread::sleep_for(std::chrono::milliseconds(20)); // retry backoff
+            continue;
+        }
+        const std::int64_t session = skip_lock ? 0 : m->server_session_id();
+        rec(torture::kind::grant, token, {renew ? "1" : "0", std::to_string(session)});
+        auto owns = [&] {
+            return skip_lock || m->owns_lock();
+        };
+        try {
+            const std::string hold_line = std::to_string(pid) + " " + std::to_string(token) + " " +
+                                          std::to_string(session) + "\n";
+            ::unlink(marker.c_str());
+            append_line(marker, hold_line);
+            const std::int64_t value = read_number(o.dir + "/counter");
+            rec(torture::kind::read, token, {std::to_string(value)});
+
+            // Hold, watching the lease. The clock is read BEFORE owns_lock(): a true answer
+            // then vouches for that instant.
+            bool lost = false;
+            const auto hold_end =
+                std::chrono::steady_clock::now() + std::chrono::milliseconds(hold_ms);
+            for (;;) {
+                const auto t = torture::monotonic_ns();
+                if (!owns()) {
+                    rec(torture::kind::told, token, {}, t);
+                    lost = true;
+                    break;
+                }
+                rec(torture::kind::own, token, {}, t);
+                if (std::chrono::steady_clock::now() >= hold_end)
+                    break; // this observation was the final check
+                std::this_thread::sleep_for(std::chrono::milliseconds(o.poll_ms));
+            }
+            if (!lost) {
+                // The write window: no owns_lock() check from here on; fencing protects it.
+                std::this_thread::sleep_for(std::chrono::microseconds(uniform(0, 2000)));
+                if (g_stop_requested.exchange(false) ||
+                    std::uniform_real_distribution<double>(0, 1)(rng) < o.self_stop_prob ||
+                    claim_once(o.self_stop_once)) {
+                    rec(torture::kind::selfstop, token);
+                    std::raise(SIGSTOP);
+                    rec(torture::kind::resumed, token);
+                }
+                const auto [accepted, highest] = fenced_write(o.dir, token, ignore_tokens);
+                rec(torture::kind::fence, token,
+                    {accepted ? "accepted" : "refused", std::to_string(highest)});
+                if (accepted) {
+                    rec(torture::kind::cw, token, {std::to_string(value + 1)});
+                    write_number(o.dir + "/counter", value + 1);
+                    rec(torture::kind::incr, token, {std::to_string(value + 1)});
+                }
+            }
+        } catch (const std::exception& e) {
+            rec(torture::kind::error, token, {std::string("hold:") + e.what()});
+        }
+        ::unlink(marker.c_str());
+        std::string last_loss = "none", failed = "0";
+        if (!skip_lock) {
+            // last_error() keeps the last failure until the next one: only a change is news.
+            const std::string error_before = m->last_error();
+            m->unlock();
+            last_loss = std::string(sqlock::to_string(m->last_loss()));
+            failed = m->last_error() != error_before ? "1" : "0";
+        }
+        rec(torture::kind::release, token, {last_loss, failed});
+        if (failed == "1")
+            rec(torture::kind::error, token, {"unlock:" + m->last_error()});
+    }
+    return 0;
+}
+
+int note(int argc, char** argv) {
+    const auto k = torture::parse_kind(argv[3]);
+    if (!k) {
+        std::cerr << "sqlock_torture_worker note: unknown kind " << argv[3] << "\n";
+        return 2;
+    }
+    torture::event e{torture::monotonic_ns(), 0, *k, 0, {}};
+    for (int i = 4; i < argc; ++i)
+        e.args.emplace_back(argv[i]);
+    torture::writer(argv[2]).write(e);
+    return 0;
+}
+
+int usage() {
+    std::cerr << "usage: sqlock_torture_worker run --url URL --name NAME --strategy S "
+                 "--ttl-ms T --dir DIR --slot K [options]\n"
+                 "       sqlock_torture_worker note FILE KIND [ARG...]\n";
+    return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc >= 4 && std::string(argv[1]) == "note")
+        return note(argc, argv);
+    if (argc < 2 || std::string(argv[1]) != "run" || argc % 2 != 0)
+        return usage();
+    options o;
+    try {
+        std::map<std::string, std::string> kv;
+        for (int i = 2; i + 1 < argc; i += 2)
+            kv[argv[i]] = argv[i + 1];
+        auto take = [&](const char* key, auto& out) {
+            const auto it = kv.find(key);
+            if (it == kv.end())
+                return;
+            if constexpr (std::is_same_v<std::decay_t<decltype(out)>, std::string>)
+                out = it->second;
+            else if constexpr (std::is_same_v<std::decay_t<decltype(out)>, double>)
+                out = std::stod(it->second);
+            else
+                out = static_cast<std::decay_t<decltype(out)>>(std::stoll(it->second));
+            kv.erase(it);
+        };
+        std::string strategy = "unique_key";
+        take("--url", o.url);
+        take("--name", o.name);
+        take("--dir", o.dir);
+        take("--control", o.control);
+        take("--renew", o.renew);
+        take("--strategy", strategy);
+        take("--ttl-ms", o.ttl_ms);
+        take("--hold-min-pct", o.hold_min_pct);
+        take("--hold-max-pct", o.hold_max_pct);
+        take("--poll-ms", o.poll_ms);
+        take("--wait-factor", o.wait_factor);
+        take("--slot", o.slot);
+        take("--seed", o.seed);
+        take("--self-stop-prob", o.self_stop_prob);
+        take("--self-stop-once", o.self_stop_once);
+        if (!kv.empty()) {
+            std::cerr << "sqlock_torture_worker: unknown option " << kv.begin()->first << "\n";
+            return 2;
+        }
+        o.strategy = sqlock::parse_strategy(strategy);
+        if ((o.url.empty() && o.control != "skip-lock") || o.name.empty() || o.dir.empty())
+            return usage();
+    } catch (const std::exception& e) {
+        std::cerr << "sqlock_torture_worker: bad option: " << e.what() << "\n";
+        return 2;
+    }
+    std::signal(SIGUSR1, on_usr1);
+    try {
+        return run(o);
+    } catch (const std::exception& e) {
+        std::cerr << "sqlock_torture_worker: " << e.what() << "\n";
+        return 1;
+    }
+}
