@@ -207,6 +207,34 @@ public:
     loss_reason m_last_loss = loss_reason::none;
     /// The last grant had to wait for someone: the next lock() queues at once (attempt_state).
     std::atomic<bool> m_contended{false};
+    /// The token of this mutex's last grant (lock_request::last_token).
+    std::atomic<std::int64_t> m_last_token{0};
+    /// A lease whose last release failed without a verdict (connection trouble): the next
+    /// lock() gives it back first, instead of waiting for it to expire. Guarded by
+    /// m_state_mutex.
+    struct unreleased_lease {
+        std::string owner;
+        grant held;
+    };
+    std::optional<unreleased_lease> m_unreleased;
+
+    /// Gives back a lease left over by a failed release, once (any outcome forgets it: at
+    /// worst it expires at its TTL).
+    void release_leftover() noexcept {
+        std::optional<unreleased_lease> leftover;
+        {
+            std::lock_guard lock(m_state_mutex);
+            leftover.swap(m_unreleased);
+        }
+        if (!leftover)
+            return;
+        try {
+            m_strategy->release(db(), lock_request{m_name, leftover->owner, m_options.ttl},
+                                leftover->held);
+        } catch (...) {
+            // Lost meanwhile, or still unreachable: the lease ends at its TTL either way.
+        }
+    }
 };
 
 } // namespace detail
@@ -286,6 +314,9 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
 
     auto& db = impl.db();
     db.require_schema(); // a clear "run sqlock migrate" instead of a failing statement
+    impl.release_leftover();
+    const detail::lock_request request{impl.m_name, owner, impl.m_options.ttl,
+                                       impl.m_last_token.load(std::memory_order_relaxed)};
     const bool server_waits = impl.m_strategy->waits_server_side();
     // Threads of this process waiting for the same name queue here, so only one of them at a
     // time asks the database (and holds a connection for it).
@@ -310,9 +341,10 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         db.count_acquire_attempt();
         const auto seen = db.wakeups().generation(impl.m_name);
         try {
-            auto g = impl.m_strategy->try_acquire(db, req, detail::wait_budget(deadline), attempts);
+            auto g =
+                impl.m_strategy->try_acquire(db, request, detail::wait_budget(deadline), attempts);
             if (g)
-                g = detail::confirmed_after_wait(*impl.m_strategy, db, req, std::move(*g));
+                g = detail::confirmed_after_wait(*impl.m_strategy, db, request, std::move(*g));
             if (g) {
                 auto hold = std::make_shared<detail::active_hold>();
                 hold->db = impl.m_db.impl();
@@ -325,6 +357,7 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
                 hold->on_lost = impl.m_options.on_lost;
                 hold->current = std::move(*g);
                 impl.m_contended.store(attempts.contended, std::memory_order_relaxed);
+                impl.m_last_token.store(hold->current.token, std::memory_order_relaxed);
                 hold->next_renewal = std::chrono::steady_clock::now() + impl.m_options.ttl / 3;
                 {
                     std::lock_guard lock(impl.m_state_mutex);
@@ -391,6 +424,12 @@ void mutex::unlock() noexcept {
             } else if (!gone) {
                 std::lock_guard state(hold->state_mutex);
                 --hold->current.hold_count;
+            } else if (!held.pinned) {
+                // The lease may still be ours: the next lock() gives it back first.
+                held.seat.reset();
+                held.hold_count = 1;
+                std::lock_guard lock(impl.m_state_mutex);
+                impl.m_unreleased = detail::mutex_impl::unreleased_lease{hold->owner, held};
             }
         }
     } catch (const std::exception& e) {

@@ -127,7 +127,8 @@ private:
     static std::optional<std::int64_t> confirmed_by_read(database_impl& db,
                                                          const lock_request& req) {
         const auto row = read_row(db, req.name);
-        if (row && row->owner == req.owner && row->live)
+        // An older row of ours (an earlier grant whose release failed) is not this outcome.
+        if (row && row->owner == req.owner && row->token > req.last_token && row->live)
             return row->token;
         return std::nullopt;
     }

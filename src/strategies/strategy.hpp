@@ -65,6 +65,10 @@ struct lock_request {
     std::string_view name;
     std::string_view owner;
     std::chrono::milliseconds ttl;
+    /// The token of the requesting mutex's last grant (0: none). A new grant's token is always
+    /// larger, so a row of ours with this token or a smaller one is an earlier grant whose
+    /// release did not get through, never the outcome of this request.
+    std::int64_t last_token = 0;
 };
 
 class lock_strategy {

@@ -206,7 +206,8 @@ private:
             if (e.code() != errc::connection)
                 throw;
             const auto row = inspect(db, req.name);
-            if (row && row->owner == req.owner && row->expires_in_ms > 0)
+            if (row && row->owner == req.owner && row->token > req.last_token &&
+                row->expires_in_ms > 0)
                 return grant{row->token, row->hold_count, lease_end(sent, req.ttl), {}, {}};
             throw;
         }

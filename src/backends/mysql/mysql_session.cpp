@@ -4,7 +4,10 @@
 #include "core/sql_text.hpp"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <array>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cppconn/connection.h>
 #include <cppconn/exception.h>
@@ -14,14 +17,19 @@
 #include <cppconn/resultset_metadata.h>
 #include <cppconn/statement.h>
 #include <cstdint>
+#include <cstdlib>
+#include <dirent.h>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mysql_connection.h>
 #include <mysql_driver.h>
+#include <netinet/in.h>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <vector>
 
 namespace sqlock::detail {
@@ -122,6 +130,47 @@ sql::mysql::MySQL_Driver* driver() {
     return instance;
 }
 
+/// The TCP port of a socket address (0 for anything but IPv4/IPv6).
+int port_of(const sockaddr_storage& address) {
+    if (address.ss_family == AF_INET)
+        return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
+    if (address.ss_family == AF_INET6)
+        return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+    return 0;
+}
+
+/// This process's TCP socket whose local port is `local_port` and remote port `server_port`,
+/// or -1. Connector/C++ 1.1 does not expose its socket; the server tells us our port.
+int find_tcp_socket(int local_port, int server_port) {
+    DIR* dir = opendir("/proc/self/fd");
+    if (!dir)
+        return -1;
+    int found = -1;
+    while (const dirent* entry = readdir(dir)) {
+        char* end = nullptr;
+        const long fd = std::strtol(entry->d_name, &end, 10);
+        if (end == entry->d_name || *end != '\0' || fd == dirfd(dir))
+            continue;
+        struct stat st {};
+        if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode))
+            continue;
+        sockaddr_storage local{};
+        sockaddr_storage peer{};
+        socklen_t local_size = sizeof local;
+        socklen_t peer_size = sizeof peer;
+        if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &local_size) ==
+                0 &&
+            getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &peer_size) ==
+                0 &&
+            port_of(local) == local_port && port_of(peer) == server_port) {
+            found = static_cast<int>(fd);
+            break;
+        }
+    }
+    closedir(dir);
+    return found;
+}
+
 class mysql_session final : public session {
 public:
     mysql_session(const connection_config& config, const sql_catalog& catalog)
@@ -160,10 +209,21 @@ public:
             if (config.purpose == session_purpose::lock_holder) {
                 m_plain->execute("SET SESSION autocommit = 0");
                 m_autocommit_off = true;
-                // Operators (and tests) KILL a stuck holder by this id.
-                std::unique_ptr<sql::ResultSet> rs(m_plain->executeQuery("SELECT CONNECTION_ID()"));
-                if (rs->next())
+                // Operators (and tests) KILL a stuck holder by this id. The client address
+                // the server sees ("127.0.0.1:PORT") finds our socket, so that usable() can see
+                // a server that hung up (KILL, crash) without a round trip: a holder must learn
+                // that its lock ended before it acts on it again.
+                std::unique_ptr<sql::ResultSet> rs(m_plain->executeQuery(
+                    "SELECT CONNECTION_ID(), (SELECT HOST FROM information_schema.PROCESSLIST "
+                    "WHERE ID = CONNECTION_ID())"));
+                if (rs->next()) {
                     m_connection_id = rs->getInt64(1);
+                    const std::string client = rs->isNull(2) ? "" : rs->getString(2).asStdString();
+                    const auto colon = client.rfind(':');
+                    if (colon != std::string::npos)
+                        m_socket = find_tcp_socket(std::atoi(client.c_str() + colon + 1),
+                                                   config.port > 0 ? config.port : 3306);
+                }
             }
         } catch (const sql::SQLException& e) {
             fail(e, "connect");
@@ -173,6 +233,7 @@ public:
 protected:
     result do_execute(statement id, std::span<const param> params) override {
         check_usable();
+        const busy_guard busy(m_busy, m_statements_started);
         if (m_autocommit_off)
             m_in_transaction = true;
         try {
@@ -243,7 +304,7 @@ public:
         }
     }
 
-    bool usable() const noexcept override { return m_usable; }
+    bool usable() const noexcept override { return m_usable && !hung_up_while_idle(); }
     std::int64_t server_session_id() const noexcept override { return m_connection_id; }
 
 private:
@@ -300,6 +361,7 @@ private:
 public:
     result query(std::string_view sql) override {
         check_usable();
+        const busy_guard busy(m_busy, m_statements_started);
         if (m_autocommit_off)
             m_in_transaction = true;
         result out;
@@ -321,6 +383,7 @@ public:
 private:
     void run_plain(const std::string& sql, std::string_view what) {
         check_usable();
+        const busy_guard busy(m_busy, m_statements_started);
         try {
             if (!m_plain)
                 m_plain.reset(m_conn->createStatement());
@@ -336,6 +399,35 @@ private:
         } catch (const sql::SQLException& e) {
             fail(e, what);
         }
+    }
+
+    /// Marks the session as talking to the server, so that a concurrent usable() (owns_lock()
+    /// on another thread) does not mistake a reply for a hang-up.
+    struct busy_guard {
+        busy_guard(std::atomic<int>& count, std::atomic<std::uint64_t>& started) : m_count(count) {
+            ++started;
+            ++m_count;
+        }
+        ~busy_guard() { --m_count; }
+        busy_guard(const busy_guard&) = delete;
+        busy_guard& operator=(const busy_guard&) = delete;
+        std::atomic<int>& m_count;
+    };
+
+    /// The server never speaks to an idle client, except to say goodbye (KILL, shutdown):
+    /// anything to read on an idle lock session, or EOF, means the session (and its
+    /// transaction's locks) is gone. One non-blocking peek; only where the socket is known.
+    bool hung_up_while_idle() const noexcept {
+        const auto started = m_statements_started.load();
+        if (m_socket < 0 || m_busy.load() != 0)
+            return false;
+        const int saved_errno = errno;
+        char first = 0;
+        const auto n = ::recv(m_socket, &first, 1, MSG_PEEK | MSG_DONTWAIT);
+        const bool hung_up = n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+        errno = saved_errno;
+        // A statement that started meanwhile may have put its reply there: no verdict.
+        return hung_up && m_statements_started.load() == started;
     }
 
     void check_usable() const {
@@ -387,6 +479,9 @@ private:
     bool m_in_transaction = false;
     bool m_autocommit_off = false;
     std::int64_t m_connection_id = 0; ///< known for lock-holder sessions
+    int m_socket = -1;                ///< lock-holder sessions over TCP: the connection's socket
+    std::atomic<int> m_busy{0};       ///< statements in progress (see busy_guard)
+    std::atomic<std::uint64_t> m_statements_started{0}; ///< ever (see hung_up_while_idle)
 };
 
 } // namespace
