@@ -67,12 +67,19 @@ struct reap_options {
     std::size_t batch = 1000;                ///< rows deleted per statement (>= 1)
     std::chrono::milliseconds older_than{0}; ///< grace: only rows expired at least this long
     bool dry_run = false;                    ///< count what would be deleted, delete nothing
+    /// A lease that looks expired but was never released is deleted only once this database
+    /// handle has seen it unchanged for its holder's TTL on its own monotonic clock, so that a
+    /// step of the database's clock can never make the reaper end a live lease. Across reap()
+    /// calls on one handle (the in-process reaper) that happens by itself; one call waits up
+    /// to `settle` for it (sqlock reap: --settle, 1 minute by default).
+    std::chrono::milliseconds settle{0};
 };
 
 struct reap_result {
-    std::size_t deleted = 0; ///< rows deleted (0 in a dry run)
-    std::size_t batches = 0; ///< statements sent
-    std::size_t expired = 0; ///< dry run: rows that would be deleted
+    std::size_t deleted = 0;  ///< rows deleted (0 in a dry run)
+    std::size_t batches = 0;  ///< statements sent
+    std::size_t expired = 0;  ///< dry run: rows that would be deleted (once settled)
+    std::size_t deferred = 0; ///< leases that look expired, not yet seen unchanged for their TTL
 };
 
 /// What database::force_release() did.
@@ -131,9 +138,11 @@ public:
     /// many were deleted.
     std::size_t reap(std::size_t batch = 1000);
     /// The same with options: each batch is one short statement (no long table lock); only
-    /// rows expired for longer than `older_than` by the database clock are deleted, checked
-    /// again under the row lock, so a lease renewed meanwhile survives. Several reapers (hosts)
-    /// may run at once. select_for_update rows never expire and are never reaped.
+    /// rows expired for longer than `older_than` by the database clock are considered. Free
+    /// (released) rows are deleted at once; a lease that was never released only once seen
+    /// unchanged for its TTL (see reap_options::settle), checked again in the deleting
+    /// statement, so a lease renewed meanwhile survives. Several reapers (hosts) may run at
+    /// once. select_for_update rows never expire and are never reaped.
     reap_result reap(const reap_options& options);
 
     /// The row of lock `name`, if there is one.

@@ -1,34 +1,47 @@
--- Acquire, take over an expired lease, or re-enter, in one autocommit statement.
+-- Acquire a free name, or re-enter, in one autocommit statement.
 -- $6 is the token this owner already holds (re-entry) or NULL (new grant).
+-- A lease held by someone else is never taken here, however expired it looks by this server's
+-- clock (clocks step): a waiter that has seen it unchanged for its TTL drops it first
+-- (drop_stale_lease). Free rows (owner '': released, force-released, just created) are taken.
 -- A re-entry whose row is gone (reaped, or taken over and released) must not resurrect the
--- lock: the row it inserts is born expired, so it reports granted = 0 and blocks nobody.
+-- lock: the row it inserts is free, so it reports granted = 0 and blocks nobody.
 -- ON DUPLICATE KEY UPDATE assigns left to right and later assignments see earlier ones, so
--- conditions read only columns not yet assigned; the one exception, expires_at's re-entry
--- test, reads token and owner, which change only when $6 IS NULL.
--- Success is read back through RETURNING (never from the affected-row count).
+-- each condition reads only columns not yet assigned: owner last; strategy's assignment keeps
+-- the "free" test true; token and lease_seq are not read by the conditions.
+-- Success is read back through RETURNING (never from the affected-row count); RETURNING also
+-- gives a waiter the current row (token, lease_seq, ttl_ms: what it watches).
 -- Token order: the token is drawn only in the UPDATE branch, i.e. after the row is locked, so
 -- grants of one name get increasing tokens. The INSERT branch therefore never grants: it
--- creates a free row (token 0, already expired) and returns granted = 0 with an empty owner,
--- and the caller repeats the statement at once. Releases keep the row (release_lease marks it
--- free), so only a name's first use, or its first use after reaping, costs that extra trip.
+-- creates a free row (token 0) and returns granted = 0 with an empty owner, and the caller
+-- repeats the statement at once. Releases keep the row (release_lease marks it free), so only a
+-- name's first use, or its first use after reaping, costs that extra trip.
+-- Columns: token, hold_count, granted, created_free_row, lease_seq, ttl_ms.
 INSERT INTO {locks}
-    (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at)
-VALUES ($1, '', $4, $5, 'unique_key', 0, 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
+    (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at, lease_seq,
+     ttl_ms)
+VALUES ($1, '', $4, $5, 'unique_key', 0, 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 0, $3)
 ON DUPLICATE KEY UPDATE
-    hold_count  = IF($6 IS NULL AND expires_at <= UTC_TIMESTAMP(6), 1,
-                     IF($6 IS NOT NULL AND owner = $2 AND token = $6
-                        AND expires_at > UTC_TIMESTAMP(6), hold_count + 1, hold_count)),
-    host        = IF($6 IS NULL AND expires_at <= UTC_TIMESTAMP(6), VALUES(host), host),
-    pid         = IF($6 IS NULL AND expires_at <= UTC_TIMESTAMP(6), VALUES(pid), pid),
-    strategy    = IF($6 IS NULL AND expires_at <= UTC_TIMESTAMP(6), VALUES(strategy), strategy),
-    acquired_at = IF($6 IS NULL AND expires_at <= UTC_TIMESTAMP(6), VALUES(acquired_at), acquired_at),
-    token       = IF($6 IS NULL AND expires_at <= UTC_TIMESTAMP(6), NEXTVAL({token_seq}), token),
-    owner       = IF($6 IS NULL AND expires_at <= UTC_TIMESTAMP(6), $2, owner),
-    expires_at  = IF(($6 IS NULL AND expires_at <= UTC_TIMESTAMP(6))
-                     OR ($6 IS NOT NULL AND owner = $2 AND token = $6
-                         AND expires_at > UTC_TIMESTAMP(6)),
-                     UTC_TIMESTAMP(6) + INTERVAL ($3 * 1000) MICROSECOND, expires_at)
+    hold_count  = IF($6 IS NULL AND owner = '' AND strategy <> 'select_for_update', 1,
+                     IF($6 IS NOT NULL AND owner = $2 AND token = $6, hold_count + 1,
+                        hold_count)),
+    host        = IF($6 IS NULL AND owner = '' AND strategy <> 'select_for_update',
+                     VALUES(host), host),
+    pid         = IF($6 IS NULL AND owner = '' AND strategy <> 'select_for_update',
+                     VALUES(pid), pid),
+    acquired_at = IF($6 IS NULL AND owner = '' AND strategy <> 'select_for_update',
+                     VALUES(acquired_at), acquired_at),
+    lease_seq   = IF(($6 IS NULL AND owner = '' AND strategy <> 'select_for_update')
+                     OR ($6 IS NOT NULL AND owner = $2 AND token = $6), lease_seq + 1, lease_seq),
+    ttl_ms      = IF(($6 IS NULL AND owner = '' AND strategy <> 'select_for_update')
+                     OR ($6 IS NOT NULL AND owner = $2 AND token = $6), $3, ttl_ms),
+    expires_at  = IF(($6 IS NULL AND owner = '' AND strategy <> 'select_for_update')
+                     OR ($6 IS NOT NULL AND owner = $2 AND token = $6),
+                     UTC_TIMESTAMP(6) + INTERVAL ($3 * 1000) MICROSECOND, expires_at),
+    token       = IF($6 IS NULL AND owner = '' AND strategy <> 'select_for_update',
+                     NEXTVAL({token_seq}), token),
+    strategy    = IF($6 IS NULL AND owner = '' AND strategy <> 'select_for_update',
+                     VALUES(strategy), strategy),
+    owner       = IF($6 IS NULL AND owner = '' AND strategy <> 'select_for_update', $2, owner)
 RETURNING token, hold_count,
-    COALESCE(owner = $2 AND expires_at > UTC_TIMESTAMP(6)
-             AND (acquired_at = UTC_TIMESTAMP(6) OR token = $6), 0),
-    owner = ''
+    COALESCE(owner = $2 AND (acquired_at = UTC_TIMESTAMP(6) OR token = $6), 0),
+    owner = '', lease_seq, ttl_ms

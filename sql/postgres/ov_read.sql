@@ -1,3 +1,3 @@
--- optimistic_version, step 1: the row's version (token), holder and whether its lease is live.
-SELECT token, owner, hold_count, CAST(owner <> '' AND expires_at > statement_timestamp() AS integer)
+-- Columns: token (the version), owner, hold_count, held (someone owns it), lease_seq, ttl_ms.
+SELECT token, owner, hold_count, CAST(owner <> '' AS integer), lease_seq, ttl_ms
 FROM {locks} WHERE name = $1::text

@@ -1,23 +1,32 @@
--- Acquire, take over an expired lease, or re-enter, in one autocommit statement.
+-- Acquire a free name, or re-enter, in one autocommit statement.
 -- $6 is the token this owner already holds (re-entry) or NULL (new grant).
 -- 'now' is fixed for the whole statement, so every NOW below is the same instant.
+-- A lease held by someone else is never taken here, however expired it looks by the wall
+-- clock (clocks step): a waiter that has seen it unchanged for its TTL drops it first
+-- (drop_stale_lease). Free rows (owner '': force-released) are taken at once.
 -- A re-entry whose row is gone (reaped, or taken over and released) must not resurrect the
--- lock: the row it inserts is born expired, so it reports granted = 0 and blocks nobody.
+-- lock: the row it inserts is free, so it reports granted = 0 and blocks nobody.
+-- Not granted: no row comes back; the caller reads the current one with inspect_lock (in
+-- process, no round trip).
+-- Columns: token, hold_count, granted, created_free_row (0 here), lease_seq, ttl_ms.
 INSERT INTO {locks} AS l
-    (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at)
-VALUES ($1, $2, $4, $5, 'unique_key',
+    (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at, lease_seq,
+     ttl_ms)
+VALUES ($1, CASE WHEN $6 IS NULL THEN $2 ELSE '' END, $4, $5, 'unique_key',
         (SELECT value + 1 FROM {token_counter} WHERE id = 1), 1,
         CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER),
-        CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) + CASE WHEN $6 IS NULL THEN $3 ELSE 0 END)
+        CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) + CASE WHEN $6 IS NULL THEN $3 ELSE 0 END, 1, $3)
 ON CONFLICT (name) DO UPDATE SET
-    owner       = excluded.owner,
+    owner       = $2,
     host        = excluded.host,
     pid         = excluded.pid,
     strategy    = excluded.strategy,
     token       = CASE WHEN $6 IS NULL THEN excluded.token ELSE l.token END,
     hold_count  = CASE WHEN $6 IS NULL THEN 1 ELSE l.hold_count + 1 END,
     acquired_at = CASE WHEN $6 IS NULL THEN excluded.acquired_at ELSE l.acquired_at END,
-    expires_at  = CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) + $3
-WHERE ($6 IS NULL AND l.expires_at <= CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER))
-   OR (l.owner = $2 AND l.token = $6 AND l.expires_at > CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER))
-RETURNING token, hold_count, expires_at > CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER), 0
+    expires_at  = CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) + $3,
+    lease_seq   = l.lease_seq + 1,
+    ttl_ms      = $3
+WHERE ($6 IS NULL AND l.owner = '' AND l.strategy <> 'select_for_update')
+   OR ($6 IS NOT NULL AND l.owner = $2 AND l.token = $6)
+RETURNING token, hold_count, owner = $2, 0, lease_seq, ttl_ms

@@ -1,3 +1,4 @@
--- optimistic_version, step 1: the row's version (token), holder and whether its lease is live.
-SELECT token, owner, hold_count, owner <> '' AND expires_at > CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
+-- optimistic_version, step 1: the row's version (token), holder, whether someone holds it,
+-- and what a waiter watches (lease_seq, ttl_ms).
+SELECT token, owner, hold_count, owner <> '', lease_seq, ttl_ms
 FROM {locks} WHERE name = $1

@@ -90,7 +90,7 @@ database_impl::database_impl(connection_config config, const connect_options& op
     for (const char* table :
          {"locks", "token_seq", "token_counter", "migrations", "locks_expires_idx",
           "locks_token_on_insert", "holds", "audit", "locks_token_on_update", "token_hwm",
-          "token_incarnation", "recover_tokens"}) {
+          "token_incarnation", "recover_tokens", "clock_steps"}) {
         m_identifiers.emplace_back(table, quote_identifier(m_config.kind, prefix + table));
     }
     m_locks_table = prefix + "locks";
@@ -556,7 +556,7 @@ std::string detail::database_impl::migration_script() const {
 
 int database::expected_schema_version(backend_kind kind) {
     (void)kind; // every backend has the same migration versions (a unit test checks)
-    return 4;
+    return 5;
 }
 
 std::string database::fencing_condition(std::string_view name_placeholder,
@@ -659,13 +659,64 @@ reap_result database::reap(const reap_options& options) {
         out.batches = 1;
         return out;
     }
+    if (options.settle.count() < 0)
+        throw error(errc::invalid_argument, "reap settle time must not be negative");
     const auto batch = static_cast<std::int64_t>(std::min<std::size_t>(options.batch, 1'000'000));
-    for (;;) {
+    for (;;) { // free (released) rows: deleting them never ends anyone's lock
         const auto res = m_impl->run(detail::statement::reap_expired, {batch, grace});
         ++out.batches;
         out.deleted += res.affected_rows;
         if (res.affected_rows < static_cast<std::uint64_t>(batch))
-            return out;
+            break;
+    }
+    m_impl->reap_stale_leases(batch, grace, options.settle, out);
+    return out;
+}
+
+void detail::database_impl::reap_stale_leases(std::int64_t batch, std::int64_t grace,
+                                              std::chrono::milliseconds settle, reap_result& out) {
+    using clock = std::chrono::steady_clock;
+    const auto give_up = clock::now() + settle;
+    std::lock_guard guard(m_reap_mutex); // one pass at a time per handle: one set of sightings
+    for (;;) {
+        const auto candidates = run(statement::reap_candidates, {batch, grace});
+        ++out.batches;
+        const auto now = clock::now();
+        std::map<std::string, lease_sighting> seen;
+        for (const auto& r : candidates.rows) {
+            const auto name = r.at(0).value_or("");
+            std::optional<lease_sighting> sighting;
+            if (const auto it = m_reap_sightings.find(name); it != m_reap_sightings.end())
+                sighting = it->second;
+            const auto ttl = std::chrono::milliseconds(column_int(r.at(3)));
+            observe(sighting, column_int(r.at(1)), column_int(r.at(2)), ttl,
+                    std::chrono::milliseconds(std::max<std::int64_t>(ttl.count(), 1)), now);
+            seen.emplace(name, *sighting);
+        }
+        m_reap_sightings = seen; // leases renewed, released or gone are forgotten
+        clock::time_point next = clock::time_point::max();
+        std::size_t waiting = 0;
+        bool dropped_any = false;
+        for (const auto& [name, sighting] : seen) {
+            if (now < stale_after(sighting)) {
+                ++waiting;
+                next = std::min(next, stale_after(sighting));
+                continue;
+            }
+            const auto res = run(statement::drop_stale_lease,
+                                 {std::string_view(name), sighting.token, sighting.lease_seq});
+            ++out.batches;
+            out.deleted += res.affected_rows;
+            dropped_any = true;
+            m_reap_sightings.erase(name);
+        }
+        out.deferred = waiting;
+        const bool full = candidates.rows.size() >= static_cast<std::size_t>(batch);
+        if (waiting == 0 && !(full && dropped_any))
+            return;
+        if (next > give_up)
+            return; // the rest settles in a later pass of this handle
+        std::this_thread::sleep_until(std::min(next, give_up));
     }
 }
 

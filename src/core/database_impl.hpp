@@ -3,6 +3,7 @@
 
 #include "core/config.hpp"
 #include "core/session.hpp"
+#include "core/sighting.hpp"
 #include "core/statements.hpp"
 #include "sqlock/database.hpp"
 #include "sqlock/error.hpp"
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -148,6 +150,13 @@ public:
     /// where fu_raise_hwm is a no-op (tokens durable already). Throws sqlock::error.
     void cover_token_durably(std::int64_t token);
 
+    /// The reaper's part for leases never released (see reap_options::settle): reads the held
+    /// leases that look expired for longer than `grace`, drops those this handle has seen
+    /// unchanged for their TTL, and waits up to `settle` for the others to get there. Adds to
+    /// `out` (deleted, batches, deferred). Throws sqlock::error.
+    void reap_stale_leases(std::int64_t batch, std::int64_t grace, std::chrono::milliseconds settle,
+                           reap_result& out);
+
     /// Remembers the schema version last seen.
     void note_schema_version(int version) noexcept { m_schema_version = version; }
     /// Before taking a lock: throws errc::schema_missing / schema_mismatch with "run sqlock
@@ -196,6 +205,9 @@ private:
     std::atomic<int> m_schema_version{-1}; ///< -1: not checked (check_schema off)
     /// The largest high-water mark a durable fu_raise_hwm of this handle returned (0: none).
     std::atomic<std::int64_t> m_durable_token_hwm{0};
+    /// What reap_stale_leases() has seen of leases that look expired, by name.
+    std::mutex m_reap_mutex;
+    std::map<std::string, lease_sighting> m_reap_sightings;
 
     void listen_loop();
     wake_hub m_wakeups;

@@ -130,12 +130,22 @@ void lease_keeper::renew_loop() {
                 continue;
             }
             grant held;
+            bool too_late = false;
             {
                 std::lock_guard state(h->state_mutex);
                 if (h->released || h->reason != loss_reason::none)
                     continue;
                 held = h->current;
-                h->renewal_in_flight = true; // a hung server keeps it so: the loss is "unknown"
+                // Past the lease's local end a waiter may have dropped it already; a renewal
+                // now would not bring back what owns_lock() has reported lost.
+                too_late = clock::now() >= held.valid_until;
+                h->renewal_in_flight = !too_late; // a hung server keeps it so: "unknown"
+            }
+            if (too_late) {
+                op.unlock();
+                h->mark_lost(h->last_renewal_failed ? loss_reason::unknown : loss_reason::lost,
+                             "lock \"" + h->name + "\": its lease ended before it was renewed");
+                continue;
             }
             try {
                 auto renewed = h->strategy->renew(*h->db, h->request(), held);

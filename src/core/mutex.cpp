@@ -292,6 +292,10 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
             held = hold->current;
             if (hold->reason != loss_reason::none)
                 lost_message = hold->message;
+            else if (std::chrono::steady_clock::now() >= held.valid_until)
+                // The database would still take the re-entry (it does not judge leases by its
+                // clock), but others may already have dropped the lease.
+                lost_message = "its lease's local end passed before the re-entrant lock";
         }
         try {
             if (!lost_message.empty())

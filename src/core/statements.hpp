@@ -24,13 +24,20 @@ namespace sqlock::detail {
 
 enum class statement : std::size_t {
     acquire_unique_key, ///< $1 name $2 owner $3 ttl_ms $4 host $5 pid $6 held token|NULL
-                        ///<   -> 0 or 1 row (token, hold_count, granted)
+                        ///<   -> 0 or 1 row (token, hold_count, granted, created_free_row,
+                        ///<   lease_seq, ttl_ms); not granted: the current row, or none
+                        ///<   (then inspect_lock)
     release_lease,      ///< $1 name $2 owner $3 token -> affected rows
     release_decrement,  ///< $1 name $2 owner $3 token $4 current hold count -> affected rows
-    inspect_lock,       ///< $1 name -> 0..1 row (owner, token, hold_count, expires_in_ms, strategy)
+    inspect_lock,       ///< $1 name -> 0..1 row (owner, token, hold_count, expires_in_ms, strategy,
+                        ///<   lease_seq, ttl_ms)
     list_locks,         ///< -> rows (name owner host pid strategy token hold_count
                         ///<          acquired_at expires_at expires_in_ms held_for_ms)
-    reap_expired,       ///< $1 batch $2 grace_ms -> affected rows
+    reap_expired,       ///< $1 batch $2 grace_ms -> affected rows (free rows only)
+    reap_candidates,    ///< $1 limit $2 grace_ms -> rows (name, token, lease_seq, ttl_ms) of held
+                        ///<   leases that look expired
+    drop_stale_lease,   ///< $1 name $2 token $3 lease_seq: delete a lease seen unchanged for its
+                        ///<   TTL -> affected rows (PostgreSQL: rows)
     migrations_bootstrap, ///< DDL: create the schema-version table if missing
     migrations_applied,   ///< -> rows (version)
     migration_record,     ///< $1 version $2 name -> affected rows
@@ -55,7 +62,7 @@ enum class statement : std::size_t {
     uk_queue_enter, ///< $1 name -> 1 row (waited 0/1): take the name's queue lock, per fu_wait
     uk_queue_leave, ///< $1 name: give it up
     // optimistic_version (pool):
-    ov_read,     ///< $1 name -> 0..1 row (token, owner, hold_count, live)
+    ov_read,     ///< $1 name -> 0..1 row (token, owner, hold_count, held, lease_seq, ttl_ms)
     ov_create,   ///< $1 name: create a free row if missing (never fails on a race)
     ov_acquire,  ///< $1 name $2 owner $3 ttl_ms $4 host $5 pid $6 version read -> (token) |
                  ///< read-back
@@ -84,6 +91,8 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "inspect_lock",
     "list_locks",
     "reap_expired",
+    "reap_candidates",
+    "drop_stale_lease",
     "migrations_bootstrap",
     "migrations_applied",
     "migration_record",

@@ -10,6 +10,9 @@
 //   release:  ov_release (CAS back to a free row) or release_decrement for a re-entrant hold.
 // The committed version is the fencing token. New versions come from the token sequence, so
 // they keep increasing per name even after the row is reaped and re-created.
+// A lease held by someone else is never compared-and-set away: a waiter that saw it unchanged
+// (version and lease_seq) for its holder's TTL deletes it (drop_stale_lease), then creates and
+// takes a free row.
 #include "core/owner.hpp"
 #include "strategies/strategy.hpp"
 
@@ -21,7 +24,9 @@ struct version_row {
     std::int64_t token = 0;
     std::string owner;
     std::int64_t hold_count = 0;
-    bool live = false;
+    bool held = false; ///< someone owns it (its lease may look expired: clocks step)
+    std::int64_t lease_seq = 0;
+    std::int64_t ttl_ms = 0;
 };
 
 std::optional<version_row> read_row(database_impl& db, std::string_view name) {
@@ -29,8 +34,8 @@ std::optional<version_row> read_row(database_impl& db, std::string_view name) {
     if (res.rows.empty())
         return std::nullopt;
     const auto& r = res.rows.front();
-    return version_row{column_int(r.at(0)), r.at(1).value_or(""), column_int(r.at(2)),
-                       column_int(r.at(3)) == 1};
+    return version_row{column_int(r.at(0)),      r.at(1).value_or(""), column_int(r.at(2)),
+                       column_int(r.at(3)) == 1, column_int(r.at(4)),  column_int(r.at(5))};
 }
 
 [[noreturn]] void throw_lost(const database_impl& db, const lock_request& req,
@@ -45,7 +50,8 @@ class optimistic_version_strategy final : public lock_strategy {
 public:
     std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
                                      std::chrono::milliseconds /*wait: polls instead*/,
-                                     attempt_state& /*state*/) override {
+                                     attempt_state& state) override {
+        drop_if_stale(db, req, state); // a holder that stopped renewing for its whole TTL
         auto row = read_row(db, req.name);
         if (!row) {
             db.run(statement::ov_create, {req.name});
@@ -53,8 +59,11 @@ public:
             if (!row)
                 return std::nullopt; // created and reaped at once: try again later
         }
-        if (row->live)
-            return std::nullopt; // someone holds it
+        if (row->held) { // someone holds it: watch its lease
+            note_sighting(state, row->token, row->lease_seq, std::chrono::milliseconds(row->ttl_ms),
+                          req.ttl);
+            return std::nullopt;
+        }
         const auto sent = std::chrono::steady_clock::now();
         const auto& me = this_process();
         std::optional<std::int64_t> token;
@@ -81,7 +90,7 @@ public:
             db, statement::ov_reenter, req,
             {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()), held.token});
         if (!token || *token != held.token)
-            throw_lost(db, req, "its lease expired or was taken over before the re-entrant lock");
+            throw_lost(db, req, "its lease was taken over before the re-entrant lock");
         grant g = held;
         g.hold_count = held.hold_count + 1;
         g.valid_until = lease_end(sent, req.ttl);
@@ -122,13 +131,13 @@ private:
         return confirmed_by_read(db, req);
     }
 
-    /// The row's token when it is ours and live (read back after a CAS whose outcome the
+    /// The row's token when it is ours and held (read back after a CAS whose outcome the
     /// backend does not return, or whose reply was lost).
     static std::optional<std::int64_t> confirmed_by_read(database_impl& db,
                                                          const lock_request& req) {
         const auto row = read_row(db, req.name);
         // An older row of ours (an earlier grant whose release failed) is not this outcome.
-        if (row && row->owner == req.owner && row->token > req.last_token && row->live)
+        if (row && row->owner == req.owner && row->token > req.last_token && row->held)
             return row->token;
         return std::nullopt;
     }

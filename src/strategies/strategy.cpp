@@ -18,6 +18,20 @@ std::chrono::steady_clock::time_point lease_end(std::chrono::steady_clock::time_
     return sent + ttl - lease_margin(ttl);
 }
 
+void note_sighting(attempt_state& state, std::int64_t token, std::int64_t lease_seq,
+                   std::chrono::milliseconds ttl, std::chrono::milliseconds own_ttl) {
+    observe(state.sighting, token, lease_seq, ttl, own_ttl, std::chrono::steady_clock::now());
+}
+
+bool drop_if_stale(database_impl& db, const lock_request& req, attempt_state& state) {
+    if (!state.sighting || std::chrono::steady_clock::now() < stale_after(*state.sighting))
+        return false;
+    const auto seen = *state.sighting;
+    state.sighting.reset();
+    return db.run(statement::drop_stale_lease, {req.name, seen.token, seen.lease_seq})
+               .affected_rows > 0;
+}
+
 grant renew_lease(database_impl& db, const lock_request& req, const grant& held) {
     const auto sent = std::chrono::steady_clock::now();
     const auto res =
@@ -26,9 +40,9 @@ grant renew_lease(database_impl& db, const lock_request& req, const grant& held)
     bool renewed = false;
     if (db.catalog().needs_read_back(statement::renew_lease)) {
         const auto check = db.run(statement::inspect_lock, {req.name});
+        // The row still ours means our UPDATE matched it (it checks nothing else).
         renewed = !check.rows.empty() && check.rows[0].at(0).value_or("") == req.owner &&
-                  column_int(check.rows[0].at(1)) == held.token &&
-                  column_int(check.rows[0].at(3)) > 0;
+                  column_int(check.rows[0].at(1)) == held.token;
     } else {
         renewed = !res.rows.empty();
     }
@@ -36,7 +50,7 @@ grant renew_lease(database_impl& db, const lock_request& req, const grant& held)
         throw error(errc::lock_lost,
                     "lock \"" + std::string(req.name) + "\" in " + db.config().redacted_url +
                         " was lost: its lease (token " + std::to_string(held.token) +
-                        ") expired or was taken over before it could be renewed",
+                        ") was taken over or force-released before it could be renewed",
                     std::string(to_string(db.kind())));
     grant g = held;
     g.valid_until = lease_end(sent, req.ttl);

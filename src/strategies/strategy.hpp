@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/database_impl.hpp"
+#include "core/sighting.hpp"
 #include "sqlock/mutex.hpp"
 
 #include <chrono>
@@ -32,8 +33,12 @@ struct grant {
 };
 
 /// What one lock() call keeps between its attempts: its place in a server-side waiter queue
-/// (unique_key on PostgreSQL), given up when the call ends without the lock.
+/// (unique_key on PostgreSQL), given up when the call ends without the lock, and what it saw
+/// of the lease it waits for.
 struct attempt_state {
+    /// The lease held by someone else that this call waits for (core/sighting.hpp): dropped
+    /// once seen unchanged for its holder's TTL.
+    std::optional<lease_sighting> sighting;
     std::shared_ptr<queue_seat> seat;
     /// In: the lock was contended when this process last got it, so queue at once rather than
     /// try first (a releaser asking again must not overtake the waiters it just handed over to).
@@ -70,6 +75,17 @@ struct lock_request {
     /// release did not get through, never the outcome of this request.
     std::int64_t last_token = 0;
 };
+
+/// Records that the lease of `req.name` was held by someone else with (token, lease_seq) in a
+/// reply received just now (ttl: the holder's TTL; 0 for rows written before schema 5, which
+/// count with the caller's own TTL).
+void note_sighting(attempt_state& state, std::int64_t token, std::int64_t lease_seq,
+                   std::chrono::milliseconds ttl, std::chrono::milliseconds own_ttl);
+
+/// When `state`'s sighting has lasted its holder's TTL (stale_after), deletes that lease if it
+/// is still unchanged (drop_stale_lease) and forgets the sighting. Returns true when a lease
+/// was dropped (the caller should try again at once). Throws sqlock::error.
+bool drop_if_stale(database_impl& db, const lock_request& req, attempt_state& state);
 
 class lock_strategy {
 public:

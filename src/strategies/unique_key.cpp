@@ -30,6 +30,8 @@ struct lock_row {
     std::int64_t token = 0;
     std::int64_t hold_count = 0;
     std::int64_t expires_in_ms = 0;
+    std::int64_t lease_seq = 0;
+    std::int64_t ttl_ms = 0;
 };
 
 std::optional<lock_row> inspect(database_impl& db, std::string_view name) {
@@ -38,7 +40,23 @@ std::optional<lock_row> inspect(database_impl& db, std::string_view name) {
         return std::nullopt;
     const auto& r = res.rows.front();
     return lock_row{r.at(0).value_or(""), column_int(r.at(1)), column_int(r.at(2)),
-                    column_int(r.at(3))};
+                    column_int(r.at(3)),  column_int(r.at(5)), column_int(r.at(6))};
+}
+
+/// After acquire_unique_key did not grant: notes what its reply showed of the lease held by
+/// someone else (PostgreSQL and MariaDB return the current row); where it returns none
+/// (SQLite: in process, no round trip) the row is read.
+void note_holder(database_impl& db, const lock_request& req, const result& res,
+                 attempt_state& state) {
+    using std::chrono::milliseconds;
+    if (!res.rows.empty()) {
+        const auto& r = res.rows.front();
+        note_sighting(state, column_int(r.at(0)), column_int(r.at(4)),
+                      milliseconds(column_int(r.at(5))), req.ttl);
+        return;
+    }
+    if (const auto row = inspect(db, req.name); row && !row->owner.empty())
+        note_sighting(state, row->token, row->lease_seq, milliseconds(row->ttl_ms), req.ttl);
 }
 
 [[noreturn]] void throw_lost(const database_impl& db, const lock_request& req, std::string why) {
@@ -124,14 +142,15 @@ public:
     std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
                                      std::chrono::milliseconds wait,
                                      attempt_state& state) override {
+        drop_if_stale(db, req, state); // a holder that stopped renewing for its whole TTL
         if (state.seat && state.seat->where == queue_seat::place::inside)
             return retry_at_head(db, req, state); // first in line since an earlier attempt
         const bool queue = m_server_queue && wait != server_wait::none && !state.no_queue;
         if (queue && state.queue_first)
             return queue_up(db, req, wait, state);
         const auto sent = std::chrono::steady_clock::now();
-        auto g =
-            resolving_doubt(db, req, sent, [&] { return acquire_statement(db, req, nullptr); });
+        auto g = resolving_doubt(db, req, sent,
+                                 [&] { return acquire_statement(db, req, nullptr, &state); });
         if (g)
             return g;
         state.contended = true;
@@ -139,9 +158,9 @@ public:
     }
 
     grant reenter(database_impl& db, const lock_request& req, const grant& held) override {
-        auto g = acquire_statement(db, req, held.token);
+        auto g = acquire_statement(db, req, held.token, nullptr);
         if (!g || g->token != held.token)
-            throw_lost(db, req, "its lease expired or was taken over before the re-entrant lock");
+            throw_lost(db, req, "its lease was taken over before the re-entrant lock");
         g->seat = held.seat;
         return *g;
     }
@@ -206,15 +225,17 @@ private:
             if (e.code() != errc::connection)
                 throw;
             const auto row = inspect(db, req.name);
-            if (row && row->owner == req.owner && row->token > req.last_token &&
-                row->expires_in_ms > 0)
+            // Ours, and newer than any earlier grant of this mutex: this attempt's grant (the
+            // server's clock is not asked: a step would disown it).
+            if (row && row->owner == req.owner && row->token > req.last_token)
                 return grant{row->token, row->hold_count, lease_end(sent, req.ttl), {}, {}};
             throw;
         }
     }
 
+    /// One acquire (held_token: a re-entry). Not granted: notes the holder in `state`, if given.
     static std::optional<grant> acquire_statement(database_impl& db, const lock_request& req,
-                                                  param held_token) {
+                                                  param held_token, attempt_state* state) {
         // Twice at most: a backend whose INSERT branch only creates a free row (MariaDB, so
         // that tokens are drawn under the row lock) says so in the 4th column; the repeat
         // then takes that row.
@@ -229,8 +250,11 @@ private:
                 return g;
             const bool created_free_row = !res.rows.empty() && column_int(res.rows[0].at(3)) == 1;
             if (!created_free_row || attempt > 0 ||
-                !std::holds_alternative<std::nullptr_t>(held_token))
+                !std::holds_alternative<std::nullptr_t>(held_token)) {
+                if (state && !created_free_row)
+                    note_holder(db, req, res, *state);
                 return std::nullopt; // held by someone else (or a re-entry that found no row)
+            }
         }
     }
 
@@ -287,10 +311,12 @@ private:
         if (!results[1].rows.empty() && column_int(results[1].rows[0].at(0)) == 1)
             state.contended = true; // we waited for our turn
         auto g = granted(results.back(), sent, req.ttl);
-        if (g)
+        if (g) {
             g->seat = std::move(state.seat); // holds the queue lock until the release
-        else
+        } else {
             state.contended = true; // first in line, but the lease is held: wait for it
+            note_holder(db, req, results.back(), state);
+        }
         return g;
     }
 
@@ -302,7 +328,11 @@ private:
         auto g = resolving_doubt(db, req, sent, [&]() -> std::optional<grant> {
             try {
                 const auto item = acquire_item(req, nullptr);
-                return granted(state.seat->get().execute(item.id, item.params), sent, req.ttl);
+                const auto res = state.seat->get().execute(item.id, item.params);
+                auto outcome = granted(res, sent, req.ttl);
+                if (!outcome)
+                    note_holder(db, req, res, state);
+                return outcome;
             } catch (const error& e) {
                 if (e.code() == errc::connection)
                     state.seat.reset(); // its session is gone, and the place with it

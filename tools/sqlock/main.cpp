@@ -100,15 +100,21 @@ select_for_update holders are shown where the server tells (PostgreSQL).
 )";
 
 constexpr const char* reap_help =
-    R"(usage: sqlock [--url URL] reap [--dry-run] [--older-than D] [--batch N] [--json]
+    R"(usage: sqlock [--url URL] reap [--dry-run] [--older-than D] [--batch N] [--settle D]
+                          [--json]
 
 Deletes expired lock rows (by the database clock) in batches of N (default 1000), each batch
-one short statement: never a long table lock, never a live lease (the expiry is checked again
-under the row lock, so a renewal racing the reaper wins). Safe on several hosts at once.
+one short statement: never a long table lock, never a live lease. Released rows go at once;
+a lease that was never released (its holder crashed) only after this run has seen it unchanged
+for its TTL, so that no step of the database's clock can make the reaper end a live lease:
+the run waits up to --settle for that (default 1m); longer leases are left for a later run and
+counted as deferred. Safe on several hosts at once.
   --older-than D  grace: only rows expired for at least D (default 0)
+  --settle D      wait up to D for expired-looking leases to prove abandoned (default 1m)
   --dry-run       count what would be deleted; delete nothing
-  --json          {"deleted", "expired", "batches", "dry_run", "older_than_ms", "batch",
-                   "elapsed_ms"}: integers, except dry_run (bool); "expired" is the dry-run count
+  --json          {"deleted", "expired", "deferred", "batches", "dry_run", "older_than_ms",
+                   "batch", "elapsed_ms"}: integers, except dry_run (bool); "expired" is the
+                   dry-run count
 Exit 0 when done; 69/70/78 on errors (see sqlock --help).
 )";
 
@@ -558,6 +564,7 @@ int cmd_status(const options& o) {
 
 int cmd_reap(const options& o) {
     sqlock::reap_options ro;
+    ro.settle = std::chrono::minutes(1);
     bool json = false;
     for (std::size_t i = 0; i < o.args.size(); ++i) {
         const auto& a = o.args[i];
@@ -570,6 +577,8 @@ int cmd_reap(const options& o) {
             ro.dry_run = true;
         else if (a == "--older-than")
             ro.older_than = duration_arg(a, value());
+        else if (a == "--settle")
+            ro.settle = duration_arg(a, value());
         else if (a == "--batch") {
             const auto v = value();
             std::size_t n = 0;
@@ -589,7 +598,7 @@ int cmd_reap(const options& o) {
         std::chrono::steady_clock::now() - start);
     if (json) {
         std::cout << "{\"deleted\": " << r.deleted << ", \"expired\": " << r.expired
-                  << ", \"batches\": " << r.batches
+                  << ", \"deferred\": " << r.deferred << ", \"batches\": " << r.batches
                   << ", \"dry_run\": " << (ro.dry_run ? "true" : "false")
                   << ", \"older_than_ms\": " << ro.older_than.count() << ", \"batch\": " << ro.batch
                   << ", \"elapsed_ms\": " << elapsed.count() << "}\n";
@@ -597,7 +606,11 @@ int cmd_reap(const options& o) {
         std::cout << r.expired << " expired rows would be deleted from " << db.url() << "\n";
     } else {
         std::cout << "deleted " << r.deleted << " expired rows in " << r.batches << " batches from "
-                  << db.url() << " (" << elapsed.count() << " ms)\n";
+                  << db.url() << " (" << elapsed.count() << " ms)";
+        if (r.deferred > 0)
+            std::cout << "; " << r.deferred
+                      << " expired-looking leases deferred (not yet seen unchanged for their TTL)";
+        std::cout << "\n";
     }
     return exit_ok;
 }
