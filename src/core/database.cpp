@@ -712,11 +712,11 @@ void detail::database_impl::reap_stale_leases(std::int64_t batch, std::int64_t g
         }
         out.deferred = waiting;
         const bool full = candidates.rows.size() >= static_cast<std::size_t>(batch);
-        if (waiting == 0 && !(full && dropped_any))
-            return;
-        if (next > give_up)
-            return; // the rest settles in a later pass of this handle
-        std::this_thread::sleep_until(std::min(next, give_up));
+        if (full && dropped_any)
+            continue; // the next page
+        if (waiting == 0 || next > give_up)
+            return; // done, or the rest settles in a later pass of this handle
+        std::this_thread::sleep_until(next);
     }
 }
 

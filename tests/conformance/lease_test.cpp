@@ -28,6 +28,18 @@ bool free_or_gone(const std::string& name) {
     return !row || row->owner.empty();
 }
 
+/// A lease held by someone else is taken over only after the waiter saw it unchanged for the
+/// holder's TTL on its own clock (no clock decides it alone), so the tests of what happens
+/// after a takeover give the first holder a short TTL and let the second one wait for it.
+constexpr auto short_ttl = 300ms;
+
+/// A reap that waits for never-released leases to prove abandoned (their TTL).
+sqlock::reap_options settled() {
+    sqlock::reap_options o;
+    o.settle = 10s;
+    return o;
+}
+
 } // namespace
 
 TEST_SUITE("lease") {
@@ -48,17 +60,16 @@ TEST_SUITE("lease") {
 
     TEST_CASE("tokens strictly increase across grants, also after the row is deleted") {
         const auto name = unique_name("tokens");
-        mutex a(db(), name, opts());
-        mutex b(db(), name, opts());
+        mutex a(db(), name, opts(short_ttl));
+        mutex b(db(), name, opts(short_ttl));
         // Row re-created by a takeover after expiry and after reaping: still increasing.
         a.lock();
         const auto t1 = a.token();
-        test::backdate(db(), name, 10s);
-        REQUIRE(b.try_lock());
+        REQUIRE(b.try_lock_for(10s)); // a's lease dropped once b saw it unchanged for its TTL
         const auto t2 = b.token();
         CHECK(t2 > t1);
         test::backdate(db(), name, 10s);
-        CHECK(db().reap() >= 1);
+        CHECK(db().reap(settled()).deleted >= 1);
         CHECK_FALSE(row_of(name)); // deleted...
         a.unlock();                // (lost: must not throw)
         CHECK(a.try_lock());       // ...and re-created by a new grant
@@ -92,12 +103,11 @@ TEST_SUITE("lease") {
 
     TEST_CASE("a non-owner cannot release; a lost lock is reported, never resurrected") {
         const auto name = unique_name("lost");
-        mutex a(db(), name, opts());
+        mutex a(db(), name, opts(short_ttl));
         mutex b(db(), name, opts());
         a.lock();
         const auto a_token = a.token();
-        test::backdate(db(), name, 5s); // a's lease ran out
-        REQUIRE(b.try_lock());          // ... and b took it over
+        REQUIRE(b.try_lock_for(10s)); // a's lease ran out and b took it over
         CHECK(b.token() > a_token);
 
         // a's re-entrant lock must fail: its grant is gone.
@@ -121,11 +131,10 @@ TEST_SUITE("lease") {
 
     TEST_CASE("unlock after the lease was taken over reports lost and does not throw") {
         const auto name = unique_name("lost-unlock");
-        mutex a(db(), name, opts());
+        mutex a(db(), name, opts(short_ttl));
         mutex b(db(), name, opts());
         a.lock();
-        test::backdate(db(), name, 5s);
-        REQUIRE(b.try_lock());
+        REQUIRE(b.try_lock_for(10s));
         static_assert(noexcept(a.unlock()));
         a.unlock();
         CHECK_FALSE(a.owns_lock());
@@ -147,13 +156,90 @@ TEST_SUITE("lease") {
         b.unlock();
     }
 
+    TEST_CASE("a lease that looks expired by the database clock is not taken while unchanged "
+              "for less than its TTL") {
+        // What a forward step of the database server's clock does to a live lease: backdating
+        // its row. The waiter must not take it, the holder's lease stays good, and its renewal
+        // and re-entry still work (no server clock refuses them).
+        const auto name = unique_name("stepped");
+        mutex a(db(), name, opts(3s));
+        mutex b(db(), name, opts());
+        a.lock();
+        test::backdate(db(), name, 60s);
+        const auto start = std::chrono::steady_clock::now();
+        CHECK_FALSE(b.try_lock_for(1s)); // watched for 1 s of a's 3 s: not yet
+        CHECK(std::chrono::steady_clock::now() - start >= 1s);
+        CHECK(a.owns_lock());
+        CHECK(a.try_lock()); // re-entry extends the lease (and moves it on for any watcher)
+        CHECK(a.hold_count() == 2);
+        a.unlock();
+        a.unlock();
+        CHECK(a.last_error().empty());
+        CHECK(a.last_loss() == sqlock::loss_reason::none);
+    }
+
+    TEST_CASE("a renewed lease is never taken over, however long a waiter watches it") {
+        const auto name = unique_name("renewed");
+        auto o = opts(1s); // renewed every 1/3 s: room for a slow commit on a loaded host
+        o.renew = true;
+        mutex a(db(), name, o);
+        mutex b(db(), name, opts());
+        a.lock();
+        test::backdate(db(), name, 60s); // a clock step, once: the renewals move the lease on
+        CHECK_FALSE(b.try_lock_for(3s));
+        CHECK(a.owns_lock());
+        a.unlock();
+        CHECK(a.last_loss() == sqlock::loss_reason::none);
+        CHECK(b.try_lock());
+        b.unlock();
+    }
+
+    TEST_CASE("an abandoned lease is taken over after the waiter saw it unchanged for its TTL") {
+        const auto name = unique_name("abandoned");
+        mutex a(db(), name, opts(short_ttl));
+        mutex b(db(), name, opts());
+        a.lock(); // then "crashes": never released, never renewed
+        const auto a_token = a.token();
+        const auto start = std::chrono::steady_clock::now();
+        REQUIRE(b.try_lock_for(10s));
+        CHECK(std::chrono::steady_clock::now() - start >= short_ttl);
+        CHECK(b.token() > a_token);
+        CHECK_FALSE(a.owns_lock()); // its local lease ended before b's grant
+        b.unlock();
+    }
+
+    TEST_CASE("the reaper deletes a never-released lease only once it saw it unchanged for its "
+              "TTL") {
+        sqlock::connect_options co;
+        co.table_prefix = "settle" + std::to_string(getpid()) + "_";
+        auto fresh = sqlock::connect(test::backend().url, co);
+        fresh.migrate();
+        mutex live(fresh, "live", opts(30s));
+        mutex dead(fresh, "dead", opts(short_ttl));
+        live.lock();
+        dead.lock();
+        test::backdate(fresh, "live", 60s); // both look long expired by the database clock
+        test::backdate(fresh, "dead", 60s);
+        sqlock::reap_options quick;
+        quick.settle = 1s;
+        const auto r = fresh.reap(quick);
+        CHECK(r.deleted == 1);  // "dead": unchanged for its 300 ms TTL within the second
+        CHECK(r.deferred == 1); // "live": its 30 s TTL has not passed
+        REQUIRE(fresh.list().size() == 1);
+        CHECK(fresh.list()[0].name == "live");
+        CHECK(live.owns_lock());
+        live.unlock();
+        CHECK(live.last_loss() == sqlock::loss_reason::none);
+        dead.unlock(); // lost: reaped
+    }
+
     TEST_CASE("re-entry after the row was reaped fails and leaves no live lease behind") {
         const auto name = unique_name("reaped-reentry");
-        mutex a(db(), name, opts());
+        mutex a(db(), name, opts(short_ttl));
         mutex b(db(), name, opts());
         a.lock();
         test::backdate(db(), name, 5s);
-        REQUIRE(db().reap() >= 1);
+        REQUIRE(db().reap(settled()).deleted >= 1);
         CHECK_FALSE(row_of(name));
         try {
             a.lock();
@@ -236,14 +322,14 @@ TEST_SUITE("lease") {
             return r.affected_rows;
         };
 
-        mutex first(d, name, opts());
+        mutex first(d, name, opts(short_ttl));
         mutex second(d, name, opts());
         first.lock();
         const auto t1 = first.token();
         CHECK(fenced_write(t1) == 1); // held: the write goes through
 
-        test::backdate(d, name, 5s); // the first holder "paused" past its TTL...
-        REQUIRE(second.try_lock());  // ...and the second took over
+        // The first holder "pauses" past its TTL, and the second takes over.
+        REQUIRE(second.try_lock_for(10s));
         const auto t2 = second.token();
         CHECK(t2 > t1);
 

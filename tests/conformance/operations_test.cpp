@@ -46,7 +46,13 @@ TEST_SUITE("backend") {
         std::vector<std::string> names;
         for (int i = 0; i < 5; ++i) {
             names.push_back("r" + std::to_string(i));
-            held.push_back(std::make_unique<mutex>(fresh, names.back()));
+            // Short leases: a never-released lease is deleted only once the reaper saw it
+            // unchanged for its TTL.
+            sqlock::mutex_options o;
+            o.ttl = 300ms;
+            if (i == 4)
+                o.renew = true; // live
+            held.push_back(std::make_unique<mutex>(fresh, names.back(), o));
             held.back()->lock();
         }
         for (int i = 0; i < 3; ++i)
@@ -63,14 +69,20 @@ TEST_SUITE("backend") {
         sqlock::reap_options graceful;
         graceful.older_than = 30s;
         graceful.batch = 2;
+        graceful.settle = 10s;
         const auto r = fresh.reap(graceful);
         CHECK(r.deleted == 3);
-        CHECK(r.batches == 2);
+        CHECK(r.deferred == 0);
+        CHECK(r.batches >= 3); // candidates in pages of 2: never one long statement
         const auto left = fresh.list();
         REQUIRE(left.size() == 2);
         CHECK(left[0].name == names[3]); // within the grace: kept
         CHECK(left[1].name == names[4]); // live: kept
-        CHECK(fresh.reap() == 1);
+        sqlock::reap_options now;
+        now.settle = 10s;
+        CHECK(fresh.reap(now).deleted == 1);
+        CHECK(fresh.list().size() == 1); // the renewed lease survives
+        CHECK(held[4]->owns_lock());
         CHECK_THROWS_AS(fresh.reap(0), sqlock::error);
     }
 
@@ -109,18 +121,31 @@ TEST_SUITE("backend") {
         REQUIRE(st3 == 0);
         const auto reap = test::json::parse(reap_out);
         for (const char* f :
-             {"deleted", "expired", "batches", "older_than_ms", "batch", "elapsed_ms"})
+             {"deleted", "expired", "deferred", "batches", "older_than_ms", "batch", "elapsed_ms"})
             CHECK_MESSAGE(reap[f].is_number(), f);
         CHECK(reap["dry_run"].boolean());
         CHECK(reap["expired"].num() >= 1);
         CHECK(reap["deleted"].num() == 0);
 
-        const auto [st4, reap2] = cli({"reap", "--json", "--batch", "500"});
+        // A crashed holder's short lease is reaped once the run saw it unchanged for its TTL;
+        // the 30 s lease that only looks expired (a clock step) is deferred, not deleted.
+        const auto crashed = unique_name("json-crashed");
+        sqlock::mutex_options short_lease;
+        short_lease.ttl = 300ms;
+        mutex gone(db(), crashed, short_lease);
+        gone.lock();
+        test::backdate(db(), crashed, 5s);
+        const auto [st4, reap2] = cli({"reap", "--json", "--batch", "500", "--settle", "5s"});
         REQUIRE(st4 == 0);
         CHECK(test::json::parse(reap2)["deleted"].num() >= 1);
+        CHECK(test::json::parse(reap2)["deferred"].num() >= 1);
         CHECK(test::json::parse(reap2)["batch"].num() == 500);
-        CHECK_FALSE(db().find(name).has_value());
-        holder.unlock(); // lost (reaped): no throw
+        CHECK_FALSE(db().find(crashed).has_value());
+        CHECK(db().find(name).has_value());
+        CHECK(holder.owns_lock());
+        gone.unlock(); // lost (reaped): no throw
+        holder.unlock();
+        CHECK(holder.last_loss() == sqlock::loss_reason::none);
         CHECK(cli({"reap", "--batch", "0"}).first == 64);
     }
 

@@ -3,6 +3,7 @@
 #include "core/sql_text.hpp"
 
 #include <array>
+#include <cctype>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -129,7 +130,38 @@ public:
         return step_all(stmt.get(), "query");
     }
 
-    void execute_script(std::string_view sql) override { exec_plain(std::string(sql)); }
+    /// Statement by statement: SQLite has no ADD COLUMN IF NOT EXISTS, so an ALTER TABLE ... ADD
+    /// COLUMN whose column exists already (a migration applied again) is skipped, like the
+    /// other backends' IF NOT EXISTS.
+    void execute_script(std::string_view sql) override {
+        // SQLite's own parser finds the statements (trigger bodies hold semicolons).
+        const std::string text(sql);
+        const char* next = text.c_str();
+        while (*next) {
+            sqlite3_stmt* raw = nullptr;
+            const char* tail = nullptr;
+            int rc = sqlite3_prepare_v2(m_db.get(), next, -1, &raw, &tail);
+            if (rc != SQLITE_OK) // the tail is not reliable then: find the statement's end
+                tail = statement_end(next);
+            const std::string_view statement(next, static_cast<std::size_t>(tail - next));
+            std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> stmt(raw, &sqlite3_finalize);
+            next = tail;
+            if (rc == SQLITE_OK && stmt) {
+                while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+                }
+                if (rc == SQLITE_DONE)
+                    rc = SQLITE_OK;
+            }
+            if (rc == SQLITE_OK)
+                continue; // done, or only whitespace and comments
+            const std::string why = sqlite3_errmsg(m_db.get());
+            if (why.starts_with("duplicate column name") && adds_a_column(statement) &&
+                !statement.empty())
+                continue;
+            stmt.reset();
+            fail(rc, "script", why);
+        }
+    }
     // IMMEDIATE takes the write lock up front: a deferred transaction that later upgrades to a
     // write can fail with SQLITE_BUSY at once, ignoring the busy timeout.
     void begin() override { exec_plain("BEGIN IMMEDIATE"); }
@@ -187,6 +219,40 @@ private:
             slot.reset(raw);
         }
         return slot.get();
+    }
+
+    /// The end of the statement starting at `text`: past the first ";" that completes it.
+    static const char* statement_end(const char* text) {
+        std::string prefix;
+        for (const char* p = text; *p; ++p) {
+            prefix += *p;
+            if (*p == ';' && sqlite3_complete(prefix.c_str()))
+                return p + 1;
+        }
+        return text + prefix.size();
+    }
+
+    /// True for "ALTER TABLE ... ADD COLUMN ..." (leading "--" comment lines aside).
+    static bool adds_a_column(std::string_view statement) {
+        std::string folded; // upper case, without comment lines and whitespace
+        bool comment = false;
+        bool line_start = true;
+        for (std::size_t i = 0; i < statement.size(); ++i) {
+            const char c = statement[i];
+            if (line_start && !comment && c == '-' && i + 1 < statement.size() &&
+                statement[i + 1] == '-')
+                comment = true;
+            if (c == '\n') {
+                comment = false;
+                line_start = true;
+                continue;
+            }
+            if (c != ' ' && c != '\t' && c != '\r')
+                line_start = false;
+            if (!comment && !std::isspace(static_cast<unsigned char>(c)))
+                folded += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        }
+        return folded.starts_with("ALTERTABLE") && folded.find("ADDCOLUMN") != std::string::npos;
     }
 
     void exec_plain(const std::string& sql) {
