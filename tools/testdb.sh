@@ -184,13 +184,13 @@ do_stop() {
 
 # libfaketime leaves a shared memory segment and a semaphore per creating process
 # (/dev/shm/faketime_shm_PID, sem.faketime_sem_PID) when that process is killed (crash) or
-# exits without its destructor: remove the ones whose creator is gone.
+# exits without its destructor: remove the ones whose creator is gone (or a zombie).
 sweep_faketime_shm() {
   local f pid
   for f in /dev/shm/faketime_shm_* /dev/shm/sem.faketime_sem_*; do
     [[ -e $f ]] || continue
     pid=${f##*_}
-    [[ $pid =~ ^[0-9]+$ ]] && [[ ! -d /proc/$pid ]] && rm -f "$f"
+    alive "$pid" . || rm -f "$f"
   done
   return 0
 }
