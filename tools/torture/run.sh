@@ -510,6 +510,11 @@ run_one() {
   # The control only needs its last self-stopped worker continued (and its stale write done).
   [[ $CONTROL == ignore-tokens ]] && tail_ms=$((STOP_MS + 500))
   close_pending_stops
+  # Faults with a duration (pause, partition, a backward clock step) end first, so the tail's
+  # liveness window is whole.
+  while ((PAUSE_UNTIL || CLOCK_UNTIL || PART_UNTIL)); do
+    monitor 2>>"$RUN/harness.err"; end_pause; end_clock; end_partition; sleep 0.05
+  done
   local quiet_end=$(($(now_ms) + tail_ms))
   while (($(now_ms) < quiet_end)); do monitor; end_pause; end_clock; end_partition; sleep 0.05; done
   end_pause force; end_clock force; end_partition force
