@@ -9,15 +9,21 @@
 #                                        pg_ctl stop -m immediate; MariaDB: kill -9 of mariadbd)
 #   tools/testdb.sh restart DIR [postgres|mariadb|all]  start it again, same data dir and port
 #
+# Opt-in: with TESTDB_FAKETIME_FILE=/path set, "start" and "restart" run both servers under
+# libfaketime (package faketime): their wall clock is the real one plus the offset in that file
+# ("+60", "-60", "+0"), re-read on every call, so writing the file steps the servers' clocks at
+# once; monotonic clocks are not faked. The file must be readable by the server users.
+#
 # The system instances (/var/lib/postgresql, /var/lib/mysql, /etc/...) are never used or touched.
 set -euo pipefail
 
 PGBIN=/usr/lib/postgresql/15/bin
 MY_SBIN=/usr/sbin
 WAIT_SECS=60
+FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 
 die() { echo "testdb: $*" >&2; exit 1; }
-usage() { sed -n '4,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # ---------------------------------------------------------------- helpers
 ensure_binaries() {
@@ -31,6 +37,26 @@ ensure_binaries() {
   echo "testdb: installing postgresql-15 mariadb-server via apt" >&2
   apt-get update >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql-15 mariadb-server >&2
+}
+
+# "env VAR=..." prefix that runs a server under libfaketime when TESTDB_FAKETIME_FILE is set
+# (nothing otherwise): the offset file is re-read on every clock call (FAKETIME_NO_CACHE), and
+# CLOCK_MONOTONIC stays real (the servers' timeouts and the libraries' deadlines use it).
+FAKETIME_ENV=()
+setup_faketime() {
+  local f=${TESTDB_FAKETIME_FILE:-}
+  [[ -n $f ]] || return 0
+  [[ -r $FAKETIME_LIB ]] || {
+    [[ $EUID -eq 0 ]] || die "TESTDB_FAKETIME_FILE needs $FAKETIME_LIB: install faketime"
+    echo "testdb: installing faketime via apt" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y faketime >&2
+  }
+  [[ -f $f ]] || echo "+0" >"$f"
+  f=$(realpath "$f")
+  chmod a+r "$f"
+  : >"$DIR/faketime.used"
+  FAKETIME_ENV=(env "LD_PRELOAD=$FAKETIME_LIB" "FAKETIME_TIMESTAMP_FILE=$f" FAKETIME_NO_CACHE=1
+    FAKETIME_DONT_FAKE_MONOTONIC=1 DONT_FAKE_MONOTONIC=1 FAKETIME_DONT_RESET=1)
 }
 
 # PostgreSQL refuses to run as root, and MariaDB should not either, so as root
@@ -99,7 +125,7 @@ my_pid() { cat "$DIR/mariadb/mysqld.pid" 2>/dev/null || true; }
 
 # Start mariadbd with the given arguments in the background; $! is its pid.
 launch_mariadbd() {
-  setsid nohup "$MY_SBIN/mariadbd" "$@" </dev/null >>"$DIR/mariadb.log" 2>&1 &
+  setsid nohup "${FAKETIME_ENV[@]}" "$MY_SBIN/mariadbd" "$@" </dev/null >>"$DIR/mariadb.log" 2>&1 &
 }
 
 # Wait (bounded) until the server(s) named in $1 (postgres|mariadb|all) answer.
@@ -152,6 +178,21 @@ do_stop() {
   # SIGTERM is a clean shutdown for mariadbd and needs no working connection.
   stop_server "$(my_pid)" '^mariadbd$' kill -TERM "$(my_pid)"
   rm -f "$DIR/env.sh"
+  [[ -f $DIR/faketime.used ]] && sweep_faketime_shm
+  return 0
+}
+
+# libfaketime leaves a shared memory segment and a semaphore per creating process
+# (/dev/shm/faketime_shm_PID, sem.faketime_sem_PID) when that process is killed (crash) or
+# exits without its destructor: remove the ones whose creator is gone (or a zombie).
+sweep_faketime_shm() {
+  local f pid
+  for f in /dev/shm/faketime_shm_* /dev/shm/sem.faketime_sem_*; do
+    [[ -e $f ]] || continue
+    pid=${f##*_}
+    alive "$pid" . || rm -f "$f"
+  done
+  return 0
 }
 
 start_failed() {
@@ -197,7 +238,7 @@ max_connections = 200
 password_encryption = 'scram-sha-256'
 EOF
   # -W: don't wait here; we poll both servers together below.
-  as_pg "$PGBIN/pg_ctl" start -W -D "$DIR/pg" -l "$DIR/pg.log" >/dev/null
+  as_pg "${FAKETIME_ENV[@]}" "$PGBIN/pg_ctl" start -W -D "$DIR/pg" -l "$DIR/pg.log" >/dev/null
 
   # --- MariaDB
   # --no-defaults (must be first) keeps /etc/mysql/*.cnf (system socket, pid,
@@ -291,7 +332,7 @@ do_restart() {
   [[ $which =~ ^(postgres|mariadb|all)$ ]] || usage
   if [[ $which != mariadb ]] && ! alive "$(pg_pid)" '^postgres$'; then
     [[ -d $DIR/pg ]] || die "no postgres data dir in $DIR"
-    as_pg "$PGBIN/pg_ctl" start -W -D "$DIR/pg" -l "$DIR/pg.log" >/dev/null
+    as_pg "${FAKETIME_ENV[@]}" "$PGBIN/pg_ctl" start -W -D "$DIR/pg" -l "$DIR/pg.log" >/dev/null
   fi
   if [[ $which != postgres ]] && ! alive "$(my_pid)" '^mariadbd$'; then
     [[ -s $DIR/mariadb.args ]] || die "no $DIR/mariadb.args (started by an older testdb.sh?)"
@@ -343,11 +384,11 @@ shift 2
 [[ $cmd == start || $cmd == run ]] && mkdir -p "$DIR"
 if [[ -d $DIR ]]; then DIR=$(cd "$DIR" && pwd -P); else DIR=$(realpath -m "$DIR"); fi
 case $cmd in
-  start) do_start ;;
+  start) setup_faketime; do_start ;;
   stop)  setup_users; do_stop ;;
   env)   do_env ;;
   run)   do_run "$@" ;;
   crash)   setup_users; do_crash "$@" ;;
-  restart) setup_users; do_restart "$@" ;;
+  restart) setup_users; setup_faketime; do_restart "$@" ;;
   *)     usage ;;
 esac

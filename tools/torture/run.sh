@@ -5,13 +5,16 @@
 #                        [--nemesis LIST] [--processes N] [--duration SECS] [--ttl MS]
 #                        [--hold MIN-MAX] [--seed N] [--interval MS] [--liveness-bound MS]
 #                        [--renew on|off|mix] [--build DIR] [--keep] [--control skip-lock|ignore-tokens]
+#                        [--clock-step SECS] [--partition-ms MS]
 #   tools/torture/run.sh --controls     both negative controls; exit 0 only if both are caught
 #   tools/torture/run.sh --smoke        every backend x strategy, short (a few minutes)
-#   tools/torture/run.sh --long         every backend x strategy, 10 minutes each, all nemeses
+#   tools/torture/run.sh --long [--backend B] [--strategy S] [--duration SECS]
+#                                       every (selected) backend x strategy, 10 minutes each,
+#                                       all nemeses mixed, then the controls; a markdown table
 #
-# NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|mix; "KIND:N" injects
-# KIND at most N times. Prints one summary line per run; exits 1 if any run failed (for
-# --controls: if a control was NOT caught), 2 on bad usage.
+# NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|clock|partition|mix;
+# "KIND:N" injects KIND at most N times. Prints one summary line per run; exits 1 if any run
+# failed (for --controls: if a control was NOT caught), 2 on bad usage.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -21,14 +24,17 @@ TESTDB=$ROOT/tools/testdb.sh
 BACKENDS=sqlite STRATEGIES=unique_key NEMESES=none PROCESSES='' DURATION=20 TTL=1500
 HOLD=1-80 SEED=$((RANDOM * 32768 + RANDOM)) INTERVAL=2000 BOUND=3000 RENEW=mix
 BUILD=$ROOT/build/ci KEEP=0 DURATION_SET=0 CONTROL=none MODE=single STOP_FACTOR=15
+CLOCK_STEP=10 PARTITION_MS='' BACKENDS_SET=0 STRATEGIES_SET=0
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "torture: $*" >&2; exit 2; }
 
 while (($#)); do
   case $1 in
-    --backend) BACKENDS=$2; shift ;;
-    --strategy) STRATEGIES=$2; shift ;;
+    --backend) BACKENDS=$2 BACKENDS_SET=1; shift ;;
+    --strategy) STRATEGIES=$2 STRATEGIES_SET=1; shift ;;
+    --clock-step) CLOCK_STEP=$2; shift ;;
+    --partition-ms) PARTITION_MS=$2; shift ;;
     --nemesis) NEMESES=$2; shift ;;
     --processes) PROCESSES=$2; shift ;;
     --duration) DURATION=$2 DURATION_SET=1; shift ;;
@@ -53,6 +59,8 @@ done
 [[ $STRATEGIES == all ]] && STRATEGIES=unique_key,select_for_update,optimistic_version
 [[ $HOLD =~ ^([0-9]+)-([0-9]+)$ ]] || die "--hold wants MIN-MAX percent of the TTL"
 [[ $CONTROL =~ ^(none|skip-lock|ignore-tokens)$ ]] || die "bad --control $CONTROL"
+[[ $CLOCK_STEP =~ ^[1-9][0-9]*$ ]] || die "--clock-step wants whole seconds > 0"
+[[ -z $PARTITION_MS || $PARTITION_MS =~ ^[1-9][0-9]*$ ]] || die "--partition-ms wants MS > 0"
 WORKER=$BUILD/tools/torture/sqlock_torture_worker
 CHECK=$BUILD/tools/torture/sqlock_torture_check
 CLI=$BUILD/sqlock
@@ -72,9 +80,12 @@ note() { "$WORKER" note "$RUN/harness.log" "$@"; }
 # State letter of a process (R, S, T, Z...), empty when gone.
 proc_state() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0; s=${s##*) }; echo "${s%% *}"; }
 
+# Every iptables rule this process adds carries this comment; cleanup deletes exactly those.
+RULE_TAG="sqlock-torture-$$"
 cleanup() {
   local p
   for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill -KILL "$p" 2>/dev/null || true; done
+  remove_rules
   if ((DB_STARTED)); then "$TESTDB" stop "$DB" >/dev/null 2>&1 || true; fi
   if ((KEEP)); then echo "torture: kept $WORK" >&2; else rm -rf "$WORK"; fi
 }
@@ -82,9 +93,17 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# The clock nemesis steps the servers' wall clock through libfaketime: the servers must have been
+# started with it (and are restarted with it after a crash), so decide before the first start.
+CLOCK_FILE=$DB/faketime
+if [[ $MODE == long || ,$NEMESES, =~ ,(clock|mix)(:[0-9]+)?, ]]; then
+  export TESTDB_FAKETIME_FILE=$CLOCK_FILE
+fi
+
 ensure_servers() {
   ((DB_STARTED)) && return 0
   mkdir -p "$DB" && chmod 755 "$DB"
+  [[ -n ${TESTDB_FAKETIME_FILE:-} ]] && { echo "+0" >"$CLOCK_FILE"; chmod 644 "$CLOCK_FILE"; }
   "$TESTDB" start "$DB" >/dev/null
   DB_STARTED=1
   # shellcheck disable=SC1091
@@ -107,11 +126,13 @@ declare -A STOP_SEEN=()    # pid -> ms when first seen stopped
 declare -A STOP_NOTED=()   # pid -> 1 once its stop was noted as a fault
 
 spawn() {  # spawn SLOT
-  local slot=$1 extra=()
+  local slot=$1 extra=() as=()
   SPAWNS[slot]=$((${SPAWNS[slot]:-0} + 1))
   # The first worker to reach a write window stops there; the others go on and write.
   [[ $CONTROL == ignore-tokens ]] && extra+=(--self-stop-once "$RUN/selfstop.claim")
-  "$WORKER" run --url "$URL" --name "$NAME" --strategy "$STRATEGY" --ttl-ms "$TTL" \
+  # Partition runs: each slot has its own uid, so its traffic can be told apart (setpriv execs).
+  ((PART_UIDS)) && as=(setpriv --reuid="$(slot_user "$slot")" --regid="$PART_GID" --clear-groups --)
+  "${as[@]}" "$WORKER" run --url "$URL" --name "$NAME" --strategy "$STRATEGY" --ttl-ms "$TTL" \
     --dir "$RUN" --slot "$slot" --hold-min-pct "$HOLD_MIN" --hold-max-pct "$HOLD_MAX" \
     --renew "$RENEW_NOW" --seed $((SEED + slot * 7919 + SPAWNS[slot] * 104729)) \
     --control "$CONTROL" "${extra[@]}" 2>>"$RUN/worker-$slot.err" &
@@ -193,10 +214,12 @@ server_pids() {
 applicable() {  # applicable KIND: is it meaningful for this backend?
   case $1 in
     kill|stop|crash) return 0 ;;
-    session-kill|pause) [[ $BACKEND != sqlite ]] ;;
+    # SQLite has no server: its clock is each worker's own, and there is no network.
+    session-kill|pause|clock|partition) [[ $BACKEND != sqlite ]] ;;
     *) die "unknown nemesis $1" ;;
   esac
 }
+ALL_KINDS=(kill stop session-kill crash pause clock partition)
 
 nemesis_kill() {
   local pid slot; pid=$(victim); slot=$(slot_of_pid "$pid")
@@ -286,6 +309,99 @@ end_pause() {
   PAUSE_UNTIL=0
 }
 
+# clock: steps the servers' wall clock (libfaketime offset file, re-read on every call) by
+# CLOCK_STEP seconds: 0 -> +S -> 0 -> -S -> 0 ... so forward and backward steps alternate. A
+# forward step only makes leases expire sooner (safety is what it tests): its fault ends at
+# once. A backward step makes a lease written before it last CLOCK_STEP longer, so an
+# abandoned one (holder killed or partitioned) may block that long: the fault stays open for
+# CLOCK_STEP + TTL, and no liveness window overlapping it is checked.
+CLOCK_OFFSET=0 CLOCK_NEXT_SIGN=1 CLOCK_UNTIL=0 CLOCK_TARGET=
+# Atomic replace: libfaketime re-opens the file on every clock call.
+set_clock() { printf '%+d\n' "$1" >"$CLOCK_FILE.new"; mv -f "$CLOCK_FILE.new" "$CLOCK_FILE"; CLOCK_OFFSET=$1; }
+nemesis_clock() {
+  ((CLOCK_UNTIL)) && return 0           # a backward step is still open
+  local to=0 step
+  if ((CLOCK_OFFSET == 0)); then to=$((CLOCK_NEXT_SIGN * CLOCK_STEP)); CLOCK_NEXT_SIGN=$((-CLOCK_NEXT_SIGN)); fi
+  step=$(printf '%+d' $((to - CLOCK_OFFSET)))
+  CLOCK_TARGET=$step
+  note fault clock "$step"
+  set_clock "$to"
+  if [[ $step == -* ]]; then CLOCK_UNTIL=$(($(now_ms) + CLOCK_STEP * 1000 + TTL))
+  else note fault_end clock "$step"; fi
+}
+end_clock() {
+  ((CLOCK_UNTIL)) || return 0
+  [[ ${1:-} == force ]] || (($(now_ms) >= CLOCK_UNTIL)) || return 0
+  note fault_end clock "$CLOCK_TARGET"
+  CLOCK_UNTIL=0
+}
+
+# partition: every worker slot runs as its own uid (sqlock-torture-K), and all its TCP
+# connections to the server port get a conntrack mark (iptables OUTPUT, -m owner); the fault
+# drops every packet of the victim's marked connections in INPUT on lo (both directions, no
+# FIN/RST: its requests and the server's replies just vanish, and new connections hang in SYN)
+# for PARTITION_MS, then deletes the rule. Only this run's server port and uids are affected.
+PART_UIDS=0 PART_GID='' PART_UNTIL=0 PART_RULE=() PART_TARGET=
+slot_user() { echo "sqlock-torture-$1"; }
+mark_of() { echo $(( (SERVER_PORT << 8) | $1 )); }
+ensure_slot_users() {  # ensure_slot_users N: users for slots 0..N-1 and their group
+  local i u
+  command -v iptables >/dev/null || die "partition needs iptables (apt-get install iptables)"
+  ((EUID == 0)) || die "partition needs root (iptables, setpriv)"
+  (
+    flock 9   # parallel run.sh processes create the same users
+    getent group sqlock-torture >/dev/null || groupadd --system sqlock-torture
+    for ((i = 0; i < $1; i++)); do
+      u=$(slot_user "$i")
+      id -u "$u" >/dev/null 2>&1 || useradd --system --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin --gid sqlock-torture "$u"
+    done
+  ) 9>/run/lock/sqlock-torture-users.lock
+  PART_GID=$(getent group sqlock-torture | cut -d: -f3)
+}
+# Workers of different uids share the run directory and its resource files.
+share_run_dir() {
+  local f
+  chmod 1777 "$RUN"
+  for f in fence.lock fence.max fence.log counter ticket; do : >>"$RUN/$f"; chmod 666 "$RUN/$f"; done
+}
+add_rule() { iptables -w "$@" -m comment --comment "$RULE_TAG"; }
+mark_slots() {  # mark_slots N
+  local i
+  for ((i = 0; i < $1; i++)); do
+    add_rule -A OUTPUT -o lo -p tcp --dport "$SERVER_PORT" -m owner --uid-owner "$(slot_user "$i")" \
+      -j CONNMARK --set-mark "$(mark_of "$i")"
+  done
+}
+remove_rules() {
+  local chain line
+  command -v iptables >/dev/null || return 0
+  for chain in INPUT OUTPUT; do
+    iptables -w -S "$chain" 2>/dev/null | grep -F -- "--comment $RULE_TAG" | while read -r line; do
+      # shellcheck disable=SC2086  # a rule spec, split as iptables -S printed it
+      iptables -w -D ${line#-A } 2>/dev/null || true
+    done
+  done
+  return 0
+}
+nemesis_partition() {
+  ((PART_UNTIL)) && return 0            # one partition at a time
+  local pid slot; pid=$(victim); slot=$(slot_of_pid "$pid")
+  [[ -n $slot ]] || return 0
+  PART_TARGET=$slot
+  note fault partition "$slot"
+  PART_RULE=(INPUT -i lo -p tcp -m connmark --mark "$(mark_of "$slot")" -j DROP)
+  add_rule -I "${PART_RULE[@]}"
+  PART_UNTIL=$(($(now_ms) + ${PARTITION_MS:-$((TTL * 2))}))
+}
+end_partition() {
+  ((PART_UNTIL)) || return 0
+  [[ ${1:-} == force ]] || (($(now_ms) >= PART_UNTIL)) || return 0
+  iptables -w -D "${PART_RULE[@]}" -m comment --comment "$RULE_TAG" 2>>"$RUN/harness.err" || true
+  note fault_end partition "$PART_TARGET"
+  PART_UNTIL=0
+}
+
 # ------------------------------------------------------------------------ one run
 teardown() {
   local max_hold=$1
@@ -305,6 +421,7 @@ teardown() {
   PIDS=()
 }
 RUN_NO=0
+RESULTS=()
 # run_one BACKEND STRATEGY NEMESES DURATION PROCESSES -> prints the summary line; 0 pass, 1 fail
 run_one() {
   BACKEND=$1 STRATEGY=$2
@@ -323,21 +440,38 @@ run_one() {
   STOP_MS=$((TTL * STOP_FACTOR / 10))
   [[ $CONTROL == ignore-tokens ]] && STOP_MS=$((TTL * 3))
   PIDS=() SPAWNS=() STOP_SEEN=() STOP_NOTED=()
+  SERVER_PORT=${URL##*:}; SERVER_PORT=${SERVER_PORT%%/*}
+  [[ $BACKEND == sqlite ]] && SERVER_PORT=0
+  CLOCK_UNTIL=0 CLOCK_NEXT_SIGN=1 PART_UNTIL=0 PART_UIDS=0
+  [[ $BACKEND != sqlite && -n ${TESTDB_FAKETIME_FILE:-} ]] && set_clock 0
 
   IFS=, read -ra items <<<"$nemeses"
   for item in "${items[@]}"; do
     kind=${item%%:*}
     if [[ $kind == mix ]]; then
-      for n in kill stop session-kill crash pause; do applicable "$n" && kinds+=("$n"); done
+      for n in "${ALL_KINDS[@]}"; do applicable "$n" && kinds+=("$n"); done
       continue
     fi
     [[ $kind == none ]] && continue
-    applicable "$kind" || { echo "torture: nemesis $kind does not apply to $BACKEND; skipped" >&2; continue; }
+    if ! applicable "$kind"; then
+      echo "torture: nemesis $kind does not apply to $BACKEND; skipped$([[ $kind == clock ]] &&
+        echo " (SQLite's clock is each worker's own process clock; there is no server clock)")" >&2
+      continue
+    fi
     kinds+=("$kind")
     [[ $item == *:* ]] && cap[$kind]=${item#*:}
   done
 
   local had_faults=${#kinds[@]}
+  if [[ " ${kinds[*]} " == *" partition "* ]]; then
+    ensure_slot_users "$procs"
+    PART_UIDS=1
+    share_run_dir
+    mark_slots "$procs"
+  fi
+  if [[ " ${kinds[*]} " == *" clock "* && -z ${TESTDB_FAKETIME_FILE:-} ]]; then
+    die "clock: the servers were started without libfaketime"
+  fi
   [[ " ${kinds[*]} " == *" stop "* ]] && has_stop=1
   "$CLI" migrate --url "$URL" >/dev/null
   note run_start
@@ -346,7 +480,7 @@ run_one() {
   next=$((start + INTERVAL / 2 + RANDOM % INTERVAL))
   while t=$(now_ms); ((t < end)); do
     monitor 2>>"$RUN/harness.err"
-    end_pause
+    end_pause; end_clock; end_partition
     if ((${#kinds[@]} && t >= next && !PAUSE_UNTIL)); then
       n=$((RANDOM % ${#kinds[@]})) kind=${kinds[n]}
       used[$kind]=$((${used[$kind]:-0} + 1))
@@ -376,15 +510,22 @@ run_one() {
   # The control only needs its last self-stopped worker continued (and its stale write done).
   [[ $CONTROL == ignore-tokens ]] && tail_ms=$((STOP_MS + 500))
   close_pending_stops
+  # Faults with a duration (pause, partition, a backward clock step) end first, so the tail's
+  # liveness window is whole.
+  while ((PAUSE_UNTIL || CLOCK_UNTIL || PART_UNTIL)); do
+    monitor 2>>"$RUN/harness.err"; end_pause; end_clock; end_partition; sleep 0.05
+  done
   local quiet_end=$(($(now_ms) + tail_ms))
-  while (($(now_ms) < quiet_end)); do monitor; end_pause; sleep 0.05; done
-  end_pause force
+  while (($(now_ms) < quiet_end)); do monitor; end_pause; end_clock; end_partition; sleep 0.05; done
+  end_pause force; end_clock force; end_partition force
   note run_end
   : >"$RUN/stop"
   continue_all
   # Waiters would only finish after yet another hold each: kill them; let holders finish.
   # (stderr: bash reports every killed job.)
   teardown "$max_hold" 2>>"$RUN/harness.err"
+  ((PART_UIDS)) && remove_rules
+  [[ $BACKEND != sqlite && -n ${TESTDB_FAKETIME_FILE:-} ]] && set_clock 0
 
   local mode=fault fields rc=0 verdict secs
   ((had_faults)) || [[ $CONTROL == ignore-tokens ]] || mode=none
@@ -399,7 +540,9 @@ run_one() {
   else
     ((rc)) && verdict=FAIL || verdict=PASS
   fi
-  echo "torture backend=$BACKEND strategy=$STRATEGY nemesis=$nemeses control=$CONTROL processes=$procs seconds=$secs ttl_ms=$TTL hold=$HOLD seed=$SEED $fields verdict=$verdict report=$RUN/report.txt"
+  local line="torture backend=$BACKEND strategy=$STRATEGY nemesis=$nemeses control=$CONTROL processes=$procs seconds=$secs ttl_ms=$TTL hold=$HOLD seed=$SEED $fields verdict=$verdict report=$RUN/report.txt"
+  echo "$line"
+  RESULTS+=("$line")
   ((rc == 0)) || KEEP=1
   return "$rc"
 }
@@ -424,6 +567,30 @@ run_controls() {
   return "$status"
 }
 
+field() { [[ " $2 " =~ \ $1=([^ ]*)\  ]] && echo "${BASH_REMATCH[1]}"; return 0; }
+# The summary lines of this process's runs as a markdown table (for the README).
+markdown_table() {
+  local line
+  echo
+  echo "| backend | strategy | nemeses | seconds | grants | faults injected | violations | losses | verdict |"
+  echo "| --- | --- | --- | ---: | ---: | --- | --- | ---: | --- |"
+  for line in "${RESULTS[@]}"; do
+    [[ $(field control "$line") == none ]] || continue
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(field backend "$line")" \
+      "$(field strategy "$line")" "$(field nemesis "$line")" "$(field seconds "$line")" \
+      "$(field grants "$line")" "$(field faults "$line" | sed 's/,/, /g')" \
+      "$(field violations "$line" | sed 's/,/, /g')" "$(field losses "$line")" "$(field verdict "$line")"
+  done
+  echo
+  echo "| negative control | backend | violations | verdict |"
+  echo "| --- | --- | --- | --- |"
+  for line in "${RESULTS[@]}"; do
+    [[ $(field control "$line") != none ]] || continue
+    printf '| %s | %s | %s | %s |\n' "$(field control "$line")" "$(field backend "$line")" \
+      "$(field violations "$line" | sed 's/,/, /g')" "$(field verdict "$line")"
+  done
+}
+
 status=0
 case $MODE in
   single)
@@ -444,8 +611,15 @@ case $MODE in
     run_controls || status=1
     echo "torture smoke: $((SECONDS - t0)) s, status $status" ;;
   long)
-    BACKENDS=sqlite,postgresql,mysql STRATEGIES=unique_key,select_for_update,optimistic_version
+    # One backend at a time with --backend; several run.sh --long processes may run in
+    # parallel (each has its own servers, ports, run directories and iptables rules).
+    t0=$SECONDS
+    ((BACKENDS_SET)) || BACKENDS=sqlite,postgresql,mysql
+    ((STRATEGIES_SET)) || STRATEGIES=unique_key,select_for_update,optimistic_version
     ((DURATION_SET)) || DURATION=600
-    run_matrix mix "$DURATION" "${PROCESSES:-5}" || status=1 ;;
+    run_matrix mix "$DURATION" "${PROCESSES:-5}" || status=1
+    run_controls || status=1
+    markdown_table
+    echo "torture long: $((SECONDS - t0)) s, status $status" ;;
 esac
 exit "$status"
