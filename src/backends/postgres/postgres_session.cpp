@@ -461,20 +461,29 @@ private:
     }
 
     /// libpq notices a server-side close only when it next reads. An idle connection has
-    /// nothing to read unless the server hung up: EOF, or the FATAL ErrorResponse ('E') it
-    /// sends first (pg_terminate_backend, shutdown, idle timeouts). One non-blocking peek lets
-    /// the pool drop such a session before sending anything on it. Under TLS the first byte is
-    /// a record type (0x14-0x18), never 'E', so only EOF counts there.
+    /// nothing to read unless the server hung up: EOF, the FATAL ErrorResponse ('E') it sends
+    /// first (pg_terminate_backend, shutdown, idle timeouts), or, from a backend killed by a
+    /// crash or an immediate shutdown, a WARNING NoticeResponse ('N') with an
+    /// operator-intervention SQLSTATE (57P..) before it exits. One non-blocking peek lets the
+    /// pool drop such a session before sending anything on it, and a select_for_update holder
+    /// see at once that its lock is gone. Under TLS the first byte is a record type
+    /// (0x14-0x18), never 'E' or 'N', so only EOF counts there.
     bool hung_up_while_idle() const noexcept {
         const int fd = m_conn->sock();
         if (fd < 0)
             return true;
         const int saved_errno = errno;
-        char first = 0;
-        const auto n = ::recv(fd, &first, 1, MSG_PEEK | MSG_DONTWAIT);
-        const bool hung_up = n == 0 ||
-                             (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
-                             (n > 0 && first == 'E');
+        std::array<char, 512> peeked{};
+        const auto n = ::recv(fd, peeked.data(), peeked.size(), MSG_PEEK | MSG_DONTWAIT);
+        bool hung_up =
+            n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+        if (n > 0 && peeked[0] == 'E')
+            hung_up = true;
+        if (n > 0 && peeked[0] == 'N') {
+            // Fields follow the 5-byte header as (type byte, text, NUL); the SQLSTATE is 'C'.
+            const std::string_view body(peeked.data(), static_cast<std::size_t>(n));
+            hung_up = body.find(std::string_view("\0C57P", 5), 4) != std::string_view::npos;
+        }
         errno = saved_errno;
         return hung_up;
     }
