@@ -4,7 +4,10 @@
 #   2. builds with the "ci" preset (warnings are errors), the "asan" preset (ASan+UBSan) and the
 #      "tsan" preset (ThreadSanitizer: the lease keeper, the waiter queue and the listener);
 #   3. starts throwaway PostgreSQL 15 and MariaDB 10.11 on 127.0.0.1 (tools/testdb.sh) and runs
-#      every test on SQLite, PostgreSQL and MariaDB for each build; stops the servers after.
+#      every test on SQLite, PostgreSQL and MariaDB for each build; stops the servers after;
+#   4. runs the torture smoke on the ci build (tools/torture/run.sh --smoke: every backend x
+#      strategy with client kills and a server crash, the no-fault mode, both negative
+#      controls; it starts servers of its own). A violation fails the run.
 # A backend that cannot be started fails the run; nothing is skipped.
 #   tools/test-all.sh            everything
 #   tools/test-all.sh --quick    only the ci build
@@ -50,4 +53,6 @@ for preset in "${presets[@]}"; do
     mkdir -p "build/$preset"
     tools/testdb.sh run "$(testdb_dir "$preset")" -- ctest --preset "$preset" || status=1
 done
+echo "=== torture smoke (ci build)"
+tools/torture/run.sh --smoke --build build/ci || status=1
 exit $status
