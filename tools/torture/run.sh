@@ -377,10 +377,12 @@ remove_rules() {
   local chain line
   command -v iptables >/dev/null || return 0
   for chain in INPUT OUTPUT; do
-    iptables -w -S "$chain" 2>/dev/null | grep -F -- "--comment $RULE_TAG" | while read -r line; do
-      # shellcheck disable=SC2086  # a rule spec, split as iptables -S printed it
-      iptables -w -D ${line#-A } 2>/dev/null || true
-    done
+    # (no rule of ours is not a failure: grep's status must not end the cleanup under pipefail)
+    { iptables -w -S "$chain" 2>/dev/null || true; } | { grep -F -- "--comment $RULE_TAG" || true; } |
+      while read -r line; do
+        # shellcheck disable=SC2086  # a rule spec, split as iptables -S printed it
+        iptables -w -D ${line#-A } 2>/dev/null || true
+      done
   done
   return 0
 }
