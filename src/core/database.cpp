@@ -90,7 +90,8 @@ database_impl::database_impl(connection_config config, const connect_options& op
     for (const char* table :
          {"locks", "token_seq", "token_counter", "migrations", "locks_expires_idx",
           "locks_token_on_insert", "holds", "audit", "locks_token_on_update", "token_hwm",
-          "token_incarnation", "recover_tokens"}) {
+          "token_incarnation", "recover_tokens", "jobs", "job_runs", "job_runs_slot_idx",
+          "job_runs_started_idx", "job_runs_prune_idx"}) {
         m_identifiers.emplace_back(table, quote_identifier(m_config.kind, prefix + table));
     }
     m_locks_table = prefix + "locks";
@@ -556,7 +557,7 @@ std::string detail::database_impl::migration_script() const {
 
 int database::expected_schema_version(backend_kind kind) {
     (void)kind; // every backend has the same migration versions (a unit test checks)
-    return 4;
+    return 6;
 }
 
 std::string database::fencing_condition(std::string_view name_placeholder,

@@ -1,0 +1,2 @@
+-- How many ledger rows job_prune would delete with retention $1 ms.
+SELECT COUNT(*) FROM {job_runs} WHERE started_ms < (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000) - $1

@@ -1,0 +1,2 @@
+-- How many ledger rows job_prune would delete with retention $1 ms.
+SELECT COUNT(*) FROM {job_runs} WHERE started_ms < CAST(floor(EXTRACT(EPOCH FROM statement_timestamp()) * 1000) AS bigint) - $1::bigint

@@ -1,0 +1,2 @@
+-- How many ledger rows job_prune would delete with retention $1 ms.
+SELECT COUNT(*) FROM {job_runs} WHERE started_ms < CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) - $1
