@@ -652,11 +652,17 @@ reap_result database::reap(const reap_options& options) {
         throw error(errc::invalid_argument, "reap batch size must be at least 1");
     if (options.older_than.count() < 0)
         throw error(errc::invalid_argument, "reap grace (older_than) must not be negative");
+    if (options.keep_history < std::chrono::hours(24))
+        throw error(errc::invalid_argument,
+                    "run-ledger retention (keep_history) must be at least one day");
     const auto grace = static_cast<std::int64_t>(options.older_than.count());
+    const auto keep = static_cast<std::int64_t>(options.keep_history.count());
     reap_result out;
     if (options.dry_run) {
         const auto res = m_impl->run(detail::statement::count_expired, {grace});
         out.expired = static_cast<std::size_t>(detail::column_int(res.rows.at(0).at(0)));
+        const auto hist = m_impl->run(detail::statement::job_prune_count, {keep});
+        out.history_expired = static_cast<std::size_t>(detail::column_int(hist.rows.at(0).at(0)));
         out.batches = 1;
         return out;
     }
@@ -665,6 +671,12 @@ reap_result database::reap(const reap_options& options) {
         const auto res = m_impl->run(detail::statement::reap_expired, {batch, grace});
         ++out.batches;
         out.deleted += res.affected_rows;
+        if (res.affected_rows < static_cast<std::uint64_t>(batch))
+            break;
+    }
+    for (;;) {
+        const auto res = m_impl->run(detail::statement::job_prune, {batch, keep});
+        out.history_deleted += res.affected_rows;
         if (res.affected_rows < static_cast<std::uint64_t>(batch))
             return out;
     }
