@@ -74,9 +74,9 @@ struct reap_options {
 };
 
 struct reap_result {
-    std::size_t deleted = 0; ///< rows deleted (0 in a dry run)
-    std::size_t batches = 0; ///< statements sent
-    std::size_t expired = 0; ///< dry run: rows that would be deleted
+    std::size_t deleted = 0;         ///< rows deleted (0 in a dry run)
+    std::size_t batches = 0;         ///< statements sent
+    std::size_t expired = 0;         ///< dry run: rows that would be deleted
     std::size_t history_deleted = 0; ///< run-ledger rows deleted (0 in a dry run)
     std::size_t history_expired = 0; ///< dry run: run-ledger rows that would be deleted
 };

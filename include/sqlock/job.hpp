@@ -47,10 +47,10 @@ struct job_options {
     /// A caller-named slot ("2026-11-22", a batch id): when set, the slot is exactly this key
     /// and it is done once any attempt with this key succeeded (as long as the ledger keeps
     /// it: see reap_options::keep_history). 1..max_slot_key_length bytes, no control characters.
-    std::string slot;
+    std::string slot{};
     /// How long a firing waits for a run in progress elsewhere to end (and for its outcome).
     /// Default: one period (forever when period is 0). Zero: one try.
-    std::optional<std::chrono::milliseconds> wait;
+    std::optional<std::chrono::milliseconds> wait{};
     /// The lock the job runs under (lock name = job name). Must be a lease strategy
     /// (unique_key or optimistic_version): the ledger's writes are fenced by the lease.
     /// Renewal is always on; on_lost is called as for any mutex.
@@ -85,7 +85,7 @@ struct job_result {
     std::int64_t done_by_token = 0;
     int exit_status = 0; ///< ran: as reported by the callable
     int signal = 0;
-    std::string message;             ///< lost: why; failed: the callable's message
+    std::string message;                   ///< lost: why; failed: the callable's message
     std::chrono::milliseconds duration{0}; ///< ran: the attempt's duration on the database clock
 };
 
@@ -137,7 +137,7 @@ private:
 /// One attempt in the ledger. Times are ms since 1970 UTC on the database clock.
 struct job_run_info {
     std::string name;
-    std::string slot;
+    std::string slot{};
     std::int64_t token = 0;
     std::string owner;
     std::string host;

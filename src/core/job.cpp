@@ -108,9 +108,9 @@ std::string ledger_message(std::string_view text) {
 
 void validate_slot_key(const std::string& key) {
     if (key.size() > max_slot_key_length)
-        throw error(errc::invalid_argument,
-                    "slot key is " + std::to_string(key.size()) + " bytes; the limit is " +
-                        std::to_string(max_slot_key_length));
+        throw error(errc::invalid_argument, "slot key is " + std::to_string(key.size()) +
+                                                " bytes; the limit is " +
+                                                std::to_string(max_slot_key_length));
     for (const char c : key)
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
             throw error(errc::invalid_argument, "slot key must not contain control characters");
@@ -124,13 +124,12 @@ struct ended_attempt {
 /// Records how attempt (name, token) ended and counts it in the job's row, inside the caller's
 /// transaction. Only a running attempt changes; `fenced`: only while the lease is still held.
 ended_attempt record_end(detail::session& s, std::string_view name, std::int64_t token,
-                         std::string_view outcome, detail::param exit_status,
-                         detail::param signal, std::string_view message, bool fenced) {
+                         std::string_view outcome, detail::param exit_status, detail::param signal,
+                         std::string_view message, bool fenced) {
     ended_attempt out;
-    const auto changed =
-        s.execute(fenced ? statement::job_finish_fenced : statement::job_finish,
-                  {name, token, outcome, exit_status, signal, message})
-            .affected_rows;
+    const auto changed = s.execute(fenced ? statement::job_finish_fenced : statement::job_finish,
+                                   {name, token, outcome, exit_status, signal, message})
+                             .affected_rows;
     if (changed != 1)
         return out;
     const auto got = s.execute(statement::job_run_get, {name, token});
@@ -153,9 +152,9 @@ job::job(database db, std::string name, job_options options)
     const auto period = m_options.period;
     if (m_options.slot.empty() || period != milliseconds::zero()) {
         if (period < min_job_period || period > max_job_period)
-            throw error(errc::invalid_argument,
-                        "job \"" + m_name + "\": period must be between 1s and 366d, got " +
-                            std::to_string(period.count()) + " ms");
+            throw error(errc::invalid_argument, "job \"" + m_name +
+                                                    "\": period must be between 1s and 366d, got " +
+                                                    std::to_string(period.count()) + " ms");
     }
     if (!m_options.slot.empty())
         validate_slot_key(m_options.slot);
@@ -193,7 +192,7 @@ job_result job::run_reporting(const std::function<job_report(const job_context&)
     const auto fire_ms = column_int(impl.run(statement::job_now, {}).rows.at(0).at(0));
 
     mutex m(m_db, m_name, m_options.lock);
-    const auto wait = m_options.wait ? *m_options.wait
+    const auto wait = m_options.wait  ? *m_options.wait
                       : period_ms > 0 ? m_options.period
                                       : milliseconds::max();
     const bool granted = wait == milliseconds::max() ? (m.lock(), true)
@@ -220,12 +219,12 @@ job_result job::run_reporting(const std::function<job_report(const job_context&)
                            "the runner's lease ran out before it recorded an outcome "
                            "(crashed, killed or cut off)",
                            false);
-            const auto rows = m_options.slot.empty()
-                                  ? s->execute(statement::job_recent,
-                                               {name, detail::period_window_start(fire_ms,
-                                                                                  period_ms)})
-                                  : s->execute(statement::job_slot_runs,
-                                               {name, std::string_view(m_options.slot)});
+            const auto rows =
+                m_options.slot.empty()
+                    ? s->execute(statement::job_recent,
+                                 {name, detail::period_window_start(fire_ms, period_ms)})
+                    : s->execute(statement::job_slot_runs,
+                                 {name, std::string_view(m_options.slot)});
             std::vector<detail::past_attempt> attempts;
             for (const auto& r : rows.rows)
                 attempts.push_back({r.at(0).value_or(""), column_int(r.at(1)),
@@ -244,11 +243,11 @@ job_result job::run_reporting(const std::function<job_report(const job_context&)
                 res.done_by_pid = column_int(r.at(6));
                 s->execute(statement::job_skip, {name});
             } else {
-                started = s->execute(statement::job_start,
-                                     {name, res.token, std::string_view(res.slot),
-                                      std::string_view(owner), std::string_view(me.host), me.pid,
-                                      period_ms})
-                              .affected_rows == 1;
+                started =
+                    s->execute(statement::job_start, {name, res.token, std::string_view(res.slot),
+                                                      std::string_view(owner),
+                                                      std::string_view(me.host), me.pid, period_ms})
+                        .affected_rows == 1;
                 if (!started) {
                     res.outcome = job_outcome::lost;
                     res.message = "the lock was lost before the attempt could be recorded";
@@ -290,9 +289,9 @@ job_result job::run_reporting(const std::function<job_report(const job_context&)
     try {
         auto s = impl.checkout();
         try {
-            const detail::param exit_param = report.signal != 0 ? detail::param(nullptr)
-                                                                : detail::param(std::int64_t{
-                                                                      report.exit_status});
+            const detail::param exit_param = report.signal != 0
+                                                 ? detail::param(nullptr)
+                                                 : detail::param(std::int64_t{report.exit_status});
             const detail::param signal_param = report.signal != 0
                                                    ? detail::param(std::int64_t{report.signal})
                                                    : detail::param(nullptr);

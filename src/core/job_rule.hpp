@@ -17,9 +17,9 @@ struct past_attempt {
 
 /// What a firing does once it holds the job's lock.
 struct slot_decision {
-    bool done = false;     ///< a successful attempt of this slot exists: skip
-    bool takeover = false; ///< no success, but earlier attempts of this slot failed: run again
-    std::string slot;      ///< the slot this firing belongs to
+    bool done = false;       ///< a successful attempt of this slot exists: skip
+    bool takeover = false;   ///< no success, but earlier attempts of this slot failed: run again
+    std::string slot;        ///< the slot this firing belongs to
     std::size_t matched = 0; ///< index into the attempts of the success (done) or the newest
                              ///< attempt of the slot (takeover)
 };

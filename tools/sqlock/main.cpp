@@ -449,7 +449,8 @@ int run_job(const options& o, job_run_args a) {
             rep.signal = WTERMSIG(raw_status);
         }
         if (rep.exit_status != 0 || rep.signal != 0)
-            rep.message = rep.message.empty() ? "the command " + o.exec[0] + " failed" : rep.message;
+            rep.message =
+                rep.message.empty() ? "the command " + o.exec[0] + " failed" : rep.message;
         return rep;
     });
     switch (r.outcome) {
@@ -709,15 +710,17 @@ void print_prometheus_jobs(const std::vector<sqlock::job_info>& jobs) {
          "1 for the outcome of the job's last ended attempt, 0 for the others.", "gauge",
          [&](const sqlock::job_info& j, const std::string& l) {
              for (const char* outcome : {"succeeded", "failed", "lost", "abandoned"})
-                 std::cout << "sqlock_job_last_outcome{" << l << ",outcome=\"" << outcome
-                           << "\"} " << (j.last_outcome == outcome ? 1 : 0) << "\n";
+                 std::cout << "sqlock_job_last_outcome{" << l << ",outcome=\"" << outcome << "\"} "
+                           << (j.last_outcome == outcome ? 1 : 0) << "\n";
          });
     each("sqlock_job_runs_total",
          "Attempts of the job by outcome; skipped counts firings whose slot was already done.",
          "counter", [&](const sqlock::job_info& j, const std::string& l) {
-             const std::pair<const char*, std::int64_t> counts[] = {
-                 {"succeeded", j.succeeded}, {"failed", j.failed},   {"lost", j.lost},
-                 {"abandoned", j.abandoned}, {"skipped", j.skipped}};
+             const std::pair<const char*, std::int64_t> counts[] = {{"succeeded", j.succeeded},
+                                                                    {"failed", j.failed},
+                                                                    {"lost", j.lost},
+                                                                    {"abandoned", j.abandoned},
+                                                                    {"skipped", j.skipped}};
              for (const auto& [outcome, n] : counts)
                  std::cout << "sqlock_job_runs_total{" << l << ",outcome=\"" << outcome << "\"} "
                            << n << "\n";
@@ -730,8 +733,7 @@ void print_prometheus_jobs(const std::vector<sqlock::job_info>& jobs) {
          "How long the job's attempt in progress has been running (0: none).", "gauge",
          [&](const sqlock::job_info& j, const std::string& l) {
              std::cout << "sqlock_job_running_seconds{" << l << "} "
-                       << (j.running_since_ms ? secs(j.now_ms - *j.running_since_ms) : "0")
-                       << "\n";
+                       << (j.running_since_ms ? secs(j.now_ms - *j.running_since_ms) : "0") << "\n";
          });
     each("sqlock_job_overdue", "1 when the job had no success within 1.5 periods.", "gauge",
          [&](const sqlock::job_info& j, const std::string& l) {
@@ -760,10 +762,9 @@ std::string human_ms(std::int64_t ms) {
 }
 
 void print_jobs_table(const std::vector<sqlock::job_info>& jobs) {
-    std::cout << "\n" << jobs.size() << " scheduled job" << (jobs.size() == 1 ? "" : "s")
-              << ":\n";
-    std::printf("%-32s %-8s %-14s %-10s %-9s %-8s %s\n", "JOB", "PERIOD", "LAST SUCCESS",
-                "LAST", "SLOT DONE", "OVERDUE", "RUNNING");
+    std::cout << "\n" << jobs.size() << " scheduled job" << (jobs.size() == 1 ? "" : "s") << ":\n";
+    std::printf("%-32s %-8s %-14s %-10s %-9s %-8s %s\n", "JOB", "PERIOD", "LAST SUCCESS", "LAST",
+                "SLOT DONE", "OVERDUE", "RUNNING");
     for (const auto& j : jobs) {
         const auto age = j.success_age();
         const std::string success = age ? human_ms(age->count()) + " ago" : "never";
@@ -1040,8 +1041,8 @@ int cmd_history(const options& o) {
         const auto exit = r.signal        ? "signal " + std::to_string(*r.signal)
                           : r.exit_status ? std::to_string(*r.exit_status)
                                           : std::string("-");
-        std::printf("%-26s %-10s %-24s %10lld %-26s %-10s %s\n", r.slot.c_str(),
-                    r.outcome.c_str(), who.c_str(), static_cast<long long>(r.token),
+        std::printf("%-26s %-10s %-24s %10lld %-26s %-10s %s\n", r.slot.c_str(), r.outcome.c_str(),
+                    who.c_str(), static_cast<long long>(r.token),
                     sqlock::format_utc_ms(r.started_ms).c_str(), duration.c_str(), exit.c_str());
     }
     if (const auto jobs = sqlock::list_jobs(db); !jobs.empty()) {
@@ -1119,8 +1120,8 @@ int check_job(const options& o) {
                   << perf() << "\n";
         return nagios_warning;
     }
-    std::cout << "SQLOCK OK - " << subject << ago << " (max " << human_ms(max_age->count())
-              << ")" << perf() << "\n";
+    std::cout << "SQLOCK OK - " << subject << ago << " (max " << human_ms(max_age->count()) << ")"
+              << perf() << "\n";
     return nagios_ok;
 }
 
