@@ -1,11 +1,10 @@
 // A job that every instance of a service fires from its own timer, run once per slot across
 // all of them (README "Scheduled jobs on a fleet"). Here three "instances" (threads) fire the
 // same hourly job; it runs once, and the ledger shows the run.
-#include <sqlock/sqlock.hpp>
-
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <sqlock/sqlock.hpp>
 #include <thread>
 #include <vector>
 

@@ -71,6 +71,9 @@ struct reap_options {
     /// longer ago than their own job's period, are deleted (the jobs' counters and last
     /// success are kept). At least one day.
     std::chrono::milliseconds keep_history = std::chrono::hours(24 * 90);
+    /// Prune the run ledger in this call (sqlock::reaper does it at most every 10 minutes:
+    /// retention is counted in days, leases in seconds).
+    bool prune_history = true;
 };
 
 struct reap_result {

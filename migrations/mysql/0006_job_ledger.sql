@@ -32,6 +32,8 @@ CREATE TABLE IF NOT EXISTS {job_runs} (
     pid         BIGINT NOT NULL,
     period_ms   BIGINT NOT NULL,
     started_ms  BIGINT NOT NULL,
+    -- when the slot's first attempt started: the slot rule's anchor (takeovers inherit it)
+    slot_started_ms BIGINT NOT NULL,
     ended_ms    BIGINT NULL,
     duration_ms BIGINT NULL,
     exit_status INT NULL,
@@ -40,6 +42,6 @@ CREATE TABLE IF NOT EXISTS {job_runs} (
     message     VARCHAR(1024) NOT NULL DEFAULT '',
     PRIMARY KEY (name, token),
     KEY {job_runs_slot_idx} (name, slot),
-    KEY {job_runs_started_idx} (name, started_ms),
+    KEY {job_runs_started_idx} (name, slot_started_ms),
     KEY {job_runs_prune_idx} (started_ms)
 ) ENGINE = InnoDB;

@@ -661,8 +661,11 @@ reap_result database::reap(const reap_options& options) {
     if (options.dry_run) {
         const auto res = m_impl->run(detail::statement::count_expired, {grace});
         out.expired = static_cast<std::size_t>(detail::column_int(res.rows.at(0).at(0)));
-        const auto hist = m_impl->run(detail::statement::job_prune_count, {keep});
-        out.history_expired = static_cast<std::size_t>(detail::column_int(hist.rows.at(0).at(0)));
+        if (options.prune_history) {
+            const auto hist = m_impl->run(detail::statement::job_prune_count, {keep});
+            out.history_expired =
+                static_cast<std::size_t>(detail::column_int(hist.rows.at(0).at(0)));
+        }
         out.batches = 1;
         return out;
     }
@@ -674,12 +677,13 @@ reap_result database::reap(const reap_options& options) {
         if (res.affected_rows < static_cast<std::uint64_t>(batch))
             break;
     }
-    for (;;) {
+    while (options.prune_history) {
         const auto res = m_impl->run(detail::statement::job_prune, {batch, keep});
         out.history_deleted += res.affected_rows;
         if (res.affected_rows < static_cast<std::uint64_t>(batch))
-            return out;
+            break;
     }
+    return out;
 }
 
 std::optional<lock_info> database::find(std::string_view name) {

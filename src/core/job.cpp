@@ -65,15 +65,19 @@ slot_decision decide_by_period(std::span<const past_attempt> attempts, std::int6
         // Failed, lost or abandoned within the window: the same slot, not yet done.
         d.takeover = true;
         d.slot = attempts.front().slot;
+        d.slot_started_ms = attempts.front().slot_started_ms;
         return d;
     }
     d.slot = format_utc_ms(now_ms);
+    d.slot_started_ms = now_ms;
     return d;
 }
 
-slot_decision decide_by_key(std::span<const past_attempt> attempts, const std::string& key) {
+slot_decision decide_by_key(std::span<const past_attempt> attempts, const std::string& key,
+                            std::int64_t now_ms) {
     slot_decision d;
     d.slot = key;
+    d.slot_started_ms = now_ms;
     for (std::size_t i = 0; i < attempts.size(); ++i) {
         if (attempts[i].succeeded) {
             d.done = true;
@@ -82,6 +86,8 @@ slot_decision decide_by_key(std::span<const past_attempt> attempts, const std::s
         }
     }
     d.takeover = !attempts.empty();
+    if (d.takeover)
+        d.slot_started_ms = attempts.back().slot_started_ms; // the key's first attempt
     return d;
 }
 
@@ -230,8 +236,9 @@ job_result job::run_reporting(const std::function<job_report(const job_context&)
                 attempts.push_back({r.at(0).value_or(""), column_int(r.at(1)),
                                     r.at(2).value_or("") == "succeeded"});
             const auto now_ms = column_int(s->execute(statement::job_now, {}).rows.at(0).at(0));
-            const auto d = m_options.slot.empty() ? detail::decide_by_period(attempts, now_ms)
-                                                  : detail::decide_by_key(attempts, m_options.slot);
+            const auto d = m_options.slot.empty()
+                               ? detail::decide_by_period(attempts, now_ms)
+                               : detail::decide_by_key(attempts, m_options.slot, now_ms);
             res.slot = d.slot;
             res.takeover = d.takeover;
             if (d.done) {
@@ -243,11 +250,11 @@ job_result job::run_reporting(const std::function<job_report(const job_context&)
                 res.done_by_pid = column_int(r.at(6));
                 s->execute(statement::job_skip, {name});
             } else {
-                started =
-                    s->execute(statement::job_start, {name, res.token, std::string_view(res.slot),
-                                                      std::string_view(owner),
-                                                      std::string_view(me.host), me.pid, period_ms})
-                        .affected_rows == 1;
+                started = s->execute(statement::job_start,
+                                     {name, res.token, std::string_view(res.slot),
+                                      std::string_view(owner), std::string_view(me.host), me.pid,
+                                      period_ms, d.slot_started_ms})
+                              .affected_rows == 1;
                 if (!started) {
                     res.outcome = job_outcome::lost;
                     res.message = "the lock was lost before the attempt could be recorded";

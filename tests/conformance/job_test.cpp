@@ -32,6 +32,14 @@ void ledger_update(const std::string& table, const std::string& set, const std::
                    "UPDATE " + quoted(table) + " SET " + set + " WHERE name = '" + name + "'");
 }
 
+/// Moves every recorded attempt of job `name` (and its slot's start) `ms` into the past.
+void backdate_runs(const std::string& name, std::int64_t ms) {
+    const auto by = std::to_string(ms);
+    ledger_update("job_runs",
+                  "started_ms = started_ms - " + by + ", slot_started_ms = slot_started_ms - " + by,
+                  name);
+}
+
 std::vector<std::string> lines_of(const std::string& path) {
     std::vector<std::string> out;
     std::istringstream in(test::read_file(path));
@@ -172,11 +180,11 @@ TEST_SUITE("jobs") {
         CHECK(run_cli(fire) == 0);
         CHECK(lines_of(log).size() == 1);
         // 29m55s later (backdated, not slept): the same slot.
-        ledger_update("job_runs", "started_ms = started_ms - " + std::to_string(1'795'000), name);
+        backdate_runs(name, 1'795'000);
         CHECK(run_cli(fire) == 0);
         CHECK(lines_of(log).size() == 1);
         // 30m05s later: a new slot (a host that fires in the next slot runs again).
-        ledger_update("job_runs", "started_ms = started_ms - " + std::to_string(10'000), name);
+        backdate_runs(name, 10'000);
         CHECK(run_cli(fire) == 0);
         CHECK(lines_of(log).size() == 2);
         const auto history = sqlock::job_history(db(), name, 100);
@@ -278,7 +286,7 @@ TEST_SUITE("jobs") {
 
         // The next slot, whose lock an operator breaks while it runs: the stop token fires and
         // the attempt is recorded as lost, never as a success.
-        ledger_update("job_runs", "started_ms = started_ms - 3600000", name);
+        backdate_runs(name, 3'600'000);
         std::atomic<bool> running{false};
         std::thread breaker([&] {
             REQUIRE(test::eventually([&] { return running.load(); }, 10s));
@@ -363,7 +371,7 @@ TEST_SUITE("jobs") {
         CHECK(run_cli({"run", name, "--once-per", "1h", "--", "/bin/true"}) == 0);
         sqlock::reap_options dry{.dry_run = true};
         const auto before = db().reap(dry).history_expired;
-        ledger_update("job_runs", "started_ms = started_ms - 8640000000", name); // 100 days
+        backdate_runs(name, 8'640'000'000); // 100 days
         CHECK(db().reap(dry).history_expired == before + 1);
         CHECK(db().reap(sqlock::reap_options{}).history_deleted >= 1);
         CHECK(sqlock::job_history(db(), name, 10).empty());

@@ -17,10 +17,10 @@ constexpr std::int64_t hour = 3'600'000;
 /// first.
 slot_decision fire_at(std::int64_t fire, std::int64_t period, std::vector<past_attempt> all) {
     std::erase_if(all, [&](const past_attempt& a) {
-        return a.started_ms < period_window_start(fire, period);
+        return a.slot_started_ms < period_window_start(fire, period);
     });
     std::sort(all.begin(), all.end(), [](const past_attempt& a, const past_attempt& b) {
-        return a.started_ms > b.started_ms;
+        return a.slot_started_ms > b.slot_started_ms;
     });
     return decide_by_period(all, fire);
 }
@@ -85,14 +85,30 @@ TEST_CASE("failed attempts in the window are taken over in their slot; success w
     CHECK(fresh.slot == "2026-11-22T22:01:03.703Z");
 }
 
+TEST_CASE("a late takeover does not move its slot into the next period") {
+    const std::int64_t period = 10'000;
+    // The slot opened at 100 s and failed; a takeover succeeded at 104.5 s (after the failed
+    // runner's lease ran out). It inherits the slot's start, so the next period's earliest
+    // firing (at 100 s + period - 4 s of skew) is a new slot, not covered by the takeover.
+    const std::vector<past_attempt> ledger{{"S", 100'000, true}, {"S", 100'000, false}};
+    CHECK_FALSE(fire_at(100'000 + period - 4'000, period, ledger).done);
+    // While a firing of the same slot after the takeover is still covered.
+    CHECK(fire_at(104'900, period, ledger).done);
+    // A takeover inherits the slot's key and start.
+    const std::vector<past_attempt> failed{{"S", 100'000, false}};
+    const auto d = decide_by_period(failed, 104'500);
+    CHECK(d.takeover);
+    CHECK(d.slot_started_ms == 100'000);
+}
+
 TEST_CASE("caller-named slots: done once any attempt with the key succeeded") {
-    CHECK_FALSE(decide_by_key({}, "k").done);
-    CHECK_FALSE(decide_by_key({}, "k").takeover);
+    CHECK_FALSE(decide_by_key({}, "k", 7).done);
+    CHECK_FALSE(decide_by_key({}, "k", 7).takeover);
     const std::vector<past_attempt> failed{{"k", 5, false}};
-    CHECK(decide_by_key(failed, "k").takeover);
+    CHECK(decide_by_key(failed, "k", 7).takeover);
     const std::vector<past_attempt> done{{"k", 5, false}, {"k", 3, true}};
-    CHECK(decide_by_key(done, "k").done);
-    CHECK(decide_by_key(done, "k").slot == "k");
+    CHECK(decide_by_key(done, "k", 7).done);
+    CHECK(decide_by_key(done, "k", 7).slot == "k");
 }
 
 TEST_CASE("format_utc_ms") {
