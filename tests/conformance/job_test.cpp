@@ -345,6 +345,11 @@ TEST_SUITE("jobs") {
         text = test::read_file(out);
         CHECK(text.find(name) != std::string::npos);
         CHECK(text.find("succeeded  yes") != std::string::npos);
+        CHECK(run_cli({"status", "--jobs", "--json", "--name", name}, out) == 0);
+        text = test::read_file(out);
+        CHECK(text.find("\"name\": \"" + name + "\"") != std::string::npos);
+        CHECK(text.find("\"succeeded\": 1, \"failed\": 1") != std::string::npos);
+        CHECK(text.find("\"slot_done\": true") != std::string::npos);
 
         // 30 hours without a success (backdated): CRITICAL, overdue.
         ledger_update("jobs", "last_success_started_ms = last_success_started_ms - 108000000",

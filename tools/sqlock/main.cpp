@@ -128,7 +128,7 @@ stdout, with performance data. Exit:
 )";
 
 constexpr const char* list_help =
-    R"(usage: sqlock [--url URL] status [--json | --prometheus] [--expired] [--name GLOB]
+    R"(usage: sqlock [--url URL] status [--json | --prometheus] [--expired] [--jobs] [--name GLOB]
        sqlock [--url URL] list   (the same, without the summary line)
 
 For every lock row: name, fencing token, hold count, strategy, holder (host:pid), how long it
@@ -148,6 +148,11 @@ select_for_update holders are shown where the server tells (PostgreSQL).
                 sqlock_job_period_seconds, sqlock_job_running_seconds, sqlock_job_overdue
 status (text) also lists scheduled jobs: period, last success and its age, last outcome,
 whether the current slot is done, overdue (no success within 1.5 periods), running for.
+  --jobs        status: only the scheduled jobs; with --json an array of objects with exactly:
+                name, period_ms, first_fired_ms, last_fired_ms, last_outcome, last_started_ms,
+                last_duration_ms, last_success_started_ms, last_success_age_ms (null: never),
+                slot_done, overdue (bools), running_since_ms (null: none), succeeded, failed,
+                lost, abandoned, skipped, now_ms (times: ms since 1970 UTC, database clock)
 )";
 
 constexpr const char* reap_help =
@@ -779,10 +784,31 @@ void print_jobs_table(const std::vector<sqlock::job_info>& jobs) {
     }
 }
 
+std::string job_json(const sqlock::job_info& j) {
+    const auto age = j.success_age();
+    std::ostringstream out;
+    out << "{\"name\": " << json_quote(j.name) << ", \"period_ms\": " << j.period_ms
+        << ", \"first_fired_ms\": " << j.first_fired_ms
+        << ", \"last_fired_ms\": " << j.last_fired_ms
+        << ", \"last_outcome\": " << json_quote(j.last_outcome)
+        << ", \"last_started_ms\": " << j.last_started_ms
+        << ", \"last_duration_ms\": " << j.last_duration_ms
+        << ", \"last_success_started_ms\": " << j.last_success_started_ms
+        << ", \"last_success_age_ms\": " << (age ? std::to_string(age->count()) : "null")
+        << ", \"slot_done\": " << (j.slot_done() ? "true" : "false")
+        << ", \"overdue\": " << (j.overdue() ? "true" : "false") << ", \"running_since_ms\": "
+        << (j.running_since_ms ? std::to_string(*j.running_since_ms) : "null")
+        << ", \"succeeded\": " << j.succeeded << ", \"failed\": " << j.failed
+        << ", \"lost\": " << j.lost << ", \"abandoned\": " << j.abandoned
+        << ", \"skipped\": " << j.skipped << ", \"now_ms\": " << j.now_ms << "}";
+    return out.str();
+}
+
 int cmd_status(const options& o) {
     bool json = false;
     bool prometheus = false;
     bool only_expired = false;
+    bool jobs_only = false;
     std::string glob;
     for (std::size_t i = 0; i < o.args.size(); ++i) {
         const auto& a = o.args[i];
@@ -792,12 +818,33 @@ int cmd_status(const options& o) {
             prometheus = true;
         else if (a == "--expired")
             only_expired = true;
+        else if (a == "--jobs" && o.command == "status")
+            jobs_only = true;
         else if (a == "--name" && i + 1 < o.args.size())
             glob = o.args[++i];
         else
             throw usage_error(o.command + ": unknown option " + a);
     }
     auto db = open(o);
+    if (jobs_only) {
+        // The scheduled jobs alone (status --json keeps its array of locks).
+        auto jobs = sqlock::list_jobs(db);
+        std::erase_if(jobs, [&](const sqlock::job_info& j) {
+            return !glob.empty() && fnmatch(glob.c_str(), j.name.c_str(), 0) != 0;
+        });
+        if (!json) {
+            if (jobs.empty())
+                std::cout << "no scheduled jobs in " << db.url() << "\n";
+            else
+                print_jobs_table(jobs);
+            return exit_ok;
+        }
+        std::cout << "[";
+        for (std::size_t i = 0; i < jobs.size(); ++i)
+            std::cout << (i ? ",\n " : "\n ") << job_json(jobs[i]);
+        std::cout << (jobs.empty() ? "]\n" : "\n]\n");
+        return exit_ok;
+    }
     auto locks = db.list();
     if (prometheus) {
         print_prometheus(locks);
