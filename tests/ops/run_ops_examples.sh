@@ -45,9 +45,50 @@ while IFS= read -r command; do
         echo "ok: $command ran once on 5 hosts"
     fi
 done < "$scratch/commands"
-[ "$(wc -l < "$scratch/commands")" -ge 3 ] || { echo "FAIL: no commands found"; exit 1; }
 sqlock history nightly-report
 sqlock status
+[ "$(wc -l < "$scratch/commands")" -ge 3 ] || { echo "FAIL: no commands found"; exit 1; }
+
+# The README's crontab block is this file's lines, word for word.
+awk '/^```/ { inblock = !inblock; next } inblock && /^SQLOCK_URL=postgresql:\/\/sqlock_jobs/ { grab = 1 }
+     inblock && grab { print } !inblock { grab = 0 }' "$src/README.md" > "$scratch/readme-crontab"
+[ -s "$scratch/readme-crontab" ] || { echo "FAIL: README crontab block not found"; exit 1; }
+while IFS= read -r line; do
+    if ! grep -Fxq -- "$line" "$src/examples/ops/crontab-jobs"; then
+        echo "FAIL: README crontab line not in examples/ops/crontab-jobs: $line"
+        failures=$((failures + 1))
+    fi
+done < "$scratch/readme-crontab"
+
+# The README's other once-per command lines, as written, each on a fresh database.
+grep -E '^sqlock run .*(--once-per|--slot)' "$src/README.md" | sed 's/ *#.*$//' | sort -u \
+    > "$scratch/readme-commands"
+[ -s "$scratch/readme-commands" ] || { echo "FAIL: no README commands found"; exit 1; }
+n=0
+while IFS= read -r command; do
+    n=$((n + 1))
+    export SQLOCK_URL="sqlite://$scratch/readme-$n.db"
+    sqlock migrate >/dev/null
+    : > report.sh.log
+    pids=""
+    for host in 1 2 3 4 5; do
+        ( sleep "$(awk -v h=$host 'BEGIN { srand(); print (h == 1 ? 0 : h == 5 ? 2 : rand() * 2) }')"
+          sh -c "$command" ) &
+        pids="$pids $!"
+    done
+    for pid in $pids; do
+        wait "$pid" || { echo "FAIL: a host's firing exited non-zero: $command"; failures=$((failures + 1)); }
+    done
+    script=$(echo "$command" | sed 's/.* -- //')
+    runs=$(wc -l < "$script.log")
+    if [ "$runs" -ne 1 ]; then
+        echo "FAIL: README: $command ran $runs times on 5 hosts (want 1)"
+        failures=$((failures + 1))
+    else
+        echo "ok: README: $command ran once on 5 hosts"
+    fi
+    sqlock history nightly-report > /dev/null
+done < "$scratch/readme-commands"
 
 if command -v promtool >/dev/null 2>&1; then
     promtool check rules "$src/examples/ops/sqlock-alerts.yml"
