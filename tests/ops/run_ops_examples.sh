@@ -90,6 +90,18 @@ while IFS= read -r command; do
     sqlock history nightly-report > /dev/null
 done < "$scratch/readme-commands"
 
+# The systemd timer and service, checked offline (binary and paths swapped for local ones).
+if command -v systemd-analyze >/dev/null 2>&1; then
+    mkdir -p "$scratch/units" && : > "$scratch/units/jobs.env"
+    sed "s|/usr/bin/sqlock|$cli|; s|/etc/sqlock/jobs.env|$scratch/units/jobs.env|; s|/opt/app/report.sh|/bin/true|" \
+        "$src/examples/ops/nightly-report.service" > "$scratch/units/nightly-report.service"
+    cp "$src/examples/ops/nightly-report.timer" "$scratch/units/"
+    if ! (cd "$scratch/units" && systemd-analyze verify ./nightly-report.timer ./nightly-report.service); then
+        echo "FAIL: systemd-analyze verify examples/ops/nightly-report.{timer,service}"
+        failures=$((failures + 1))
+    fi
+fi
+
 if command -v promtool >/dev/null 2>&1; then
     promtool check rules "$src/examples/ops/sqlock-alerts.yml"
     (cd "$src/examples/ops" && promtool test rules sqlock-alerts.test.yml)
