@@ -210,6 +210,22 @@ TEST_SUITE("jobs") {
         CHECK(lines_of(log) == std::vector<std::string>{"2026-11-22", "2026-11-22", "2026-11-23"});
     }
 
+    TEST_CASE("optimistic_version carries jobs too: failure taken over, then skipped") {
+        const auto name = test::unique_name("ov-job");
+        const auto fire = [&](const std::string& code) {
+            return run_cli({"run", name, "--once-per", "1h", "--strategy", "optimistic_version",
+                            "--skipped-exit", "9", "--", "/bin/sh", "-c", "exit " + code});
+        };
+        CHECK(fire("3") == 3);
+        CHECK(fire("0") == 0);
+        CHECK(fire("0") == 9);
+        const auto history = sqlock::job_history(db(), name, 10);
+        REQUIRE(history.size() == 2);
+        CHECK(history[0].outcome == "succeeded");
+        CHECK(history[1].outcome == "failed");
+        CHECK(history[0].slot == history[1].slot);
+    }
+
     TEST_CASE("bad input exits 64 with a clear message") {
         const auto err = test::backend().scratch_dir + "/bad-input.err";
         for (const std::vector<std::string>& bad : {
