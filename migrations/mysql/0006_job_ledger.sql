@@ -32,8 +32,9 @@ CREATE TABLE IF NOT EXISTS {job_runs} (
     pid         BIGINT NOT NULL,
     period_ms   BIGINT NOT NULL,
     started_ms  BIGINT NOT NULL,
-    -- when the slot's first attempt started: the slot rule's anchor (takeovers inherit it)
-    slot_started_ms BIGINT NOT NULL,
+    -- the slot's anchor: when its opening firing fired (database clock, before waiting for
+    -- the lock); every attempt of the slot (takeovers) carries it
+    slot_fired_ms BIGINT NOT NULL,
     ended_ms    BIGINT NULL,
     duration_ms BIGINT NULL,
     exit_status INT NULL,
@@ -42,6 +43,6 @@ CREATE TABLE IF NOT EXISTS {job_runs} (
     message     VARCHAR(1024) NOT NULL DEFAULT '',
     PRIMARY KEY (name, token),
     KEY {job_runs_slot_idx} (name, slot),
-    KEY {job_runs_started_idx} (name, slot_started_ms),
+    KEY {job_runs_started_idx} (name, slot_fired_ms),
     KEY {job_runs_prune_idx} (started_ms)
 ) ENGINE = InnoDB;

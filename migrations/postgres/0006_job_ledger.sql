@@ -33,8 +33,9 @@ CREATE TABLE IF NOT EXISTS {job_runs} (
     pid         bigint NOT NULL,
     period_ms   bigint NOT NULL,
     started_ms  bigint NOT NULL,
-    -- when the slot's first attempt started: the slot rule's anchor (takeovers inherit it)
-    slot_started_ms bigint NOT NULL,
+    -- the slot's anchor: when its opening firing fired (database clock, before waiting for
+    -- the lock); every attempt of the slot (takeovers) carries it
+    slot_fired_ms bigint NOT NULL,
     ended_ms    bigint,
     duration_ms bigint,
     exit_status integer,
@@ -44,5 +45,5 @@ CREATE TABLE IF NOT EXISTS {job_runs} (
     PRIMARY KEY (name, token)
 );
 CREATE INDEX IF NOT EXISTS {job_runs_slot_idx} ON {job_runs} (name, slot);
-CREATE INDEX IF NOT EXISTS {job_runs_started_idx} ON {job_runs} (name, slot_started_ms);
+CREATE INDEX IF NOT EXISTS {job_runs_started_idx} ON {job_runs} (name, slot_fired_ms);
 CREATE INDEX IF NOT EXISTS {job_runs_prune_idx} ON {job_runs} (started_ms);

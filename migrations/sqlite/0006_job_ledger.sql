@@ -33,8 +33,9 @@ CREATE TABLE IF NOT EXISTS {job_runs} (
     pid         INTEGER NOT NULL,
     period_ms   INTEGER NOT NULL,
     started_ms  INTEGER NOT NULL,
-    -- when the slot's first attempt started: the slot rule's anchor (takeovers inherit it)
-    slot_started_ms INTEGER NOT NULL,
+    -- the slot's anchor: when its opening firing fired (database clock, before waiting for
+    -- the lock); every attempt of the slot (takeovers) carries it
+    slot_fired_ms INTEGER NOT NULL,
     ended_ms    INTEGER,
     duration_ms INTEGER,
     exit_status INTEGER,
@@ -44,5 +45,5 @@ CREATE TABLE IF NOT EXISTS {job_runs} (
     PRIMARY KEY (name, token)
 );
 CREATE INDEX IF NOT EXISTS {job_runs_slot_idx} ON {job_runs} (name, slot);
-CREATE INDEX IF NOT EXISTS {job_runs_started_idx} ON {job_runs} (name, slot_started_ms);
+CREATE INDEX IF NOT EXISTS {job_runs_started_idx} ON {job_runs} (name, slot_fired_ms);
 CREATE INDEX IF NOT EXISTS {job_runs_prune_idx} ON {job_runs} (started_ms);

@@ -51,7 +51,7 @@ std::string format_utc_ms(std::int64_t ms) {
 
 namespace detail {
 
-slot_decision decide_by_period(std::span<const past_attempt> attempts, std::int64_t now_ms) {
+slot_decision decide_by_period(std::span<const past_attempt> attempts, std::int64_t fire_ms) {
     slot_decision d;
     for (std::size_t i = 0; i < attempts.size(); ++i) {
         if (attempts[i].succeeded) {
@@ -65,19 +65,19 @@ slot_decision decide_by_period(std::span<const past_attempt> attempts, std::int6
         // Failed, lost or abandoned within the window: the same slot, not yet done.
         d.takeover = true;
         d.slot = attempts.front().slot;
-        d.slot_started_ms = attempts.front().slot_started_ms;
+        d.slot_fired_ms = attempts.front().slot_fired_ms;
         return d;
     }
-    d.slot = format_utc_ms(now_ms);
-    d.slot_started_ms = now_ms;
+    d.slot = format_utc_ms(fire_ms);
+    d.slot_fired_ms = fire_ms;
     return d;
 }
 
 slot_decision decide_by_key(std::span<const past_attempt> attempts, const std::string& key,
-                            std::int64_t now_ms) {
+                            std::int64_t fire_ms) {
     slot_decision d;
     d.slot = key;
-    d.slot_started_ms = now_ms;
+    d.slot_fired_ms = fire_ms;
     for (std::size_t i = 0; i < attempts.size(); ++i) {
         if (attempts[i].succeeded) {
             d.done = true;
@@ -87,7 +87,7 @@ slot_decision decide_by_key(std::span<const past_attempt> attempts, const std::s
     }
     d.takeover = !attempts.empty();
     if (d.takeover)
-        d.slot_started_ms = attempts.back().slot_started_ms; // the key's first attempt
+        d.slot_fired_ms = attempts.back().slot_fired_ms; // the key's first attempt
     return d;
 }
 
@@ -192,8 +192,8 @@ job_result job::run_reporting(const std::function<job_report(const job_context&)
     const std::string_view name = m_name;
     const std::int64_t period_ms = m_options.period.count();
 
-    // The firing's time on the database clock anchors the slot window: a host that then waits
-    // for another's run still belongs to the slot it fired in.
+    // The firing's time on the database clock decides its slot (and anchors a slot it opens):
+    // a host that then waits for another's run still belongs to the slot it fired in.
     impl.run(statement::job_touch, {name, period_ms});
     const auto fire_ms = column_int(impl.run(statement::job_now, {}).rows.at(0).at(0));
 
@@ -225,20 +225,19 @@ job_result job::run_reporting(const std::function<job_report(const job_context&)
                            "the runner's lease ran out before it recorded an outcome "
                            "(crashed, killed or cut off)",
                            false);
+            const auto window = detail::period_window(fire_ms, period_ms);
             const auto rows =
                 m_options.slot.empty()
-                    ? s->execute(statement::job_recent,
-                                 {name, detail::period_window_start(fire_ms, period_ms)})
+                    ? s->execute(statement::job_recent, {name, window.first, window.last})
                     : s->execute(statement::job_slot_runs,
                                  {name, std::string_view(m_options.slot)});
             std::vector<detail::past_attempt> attempts;
             for (const auto& r : rows.rows)
                 attempts.push_back({r.at(0).value_or(""), column_int(r.at(1)),
                                     r.at(2).value_or("") == "succeeded"});
-            const auto now_ms = column_int(s->execute(statement::job_now, {}).rows.at(0).at(0));
             const auto d = m_options.slot.empty()
-                               ? detail::decide_by_period(attempts, now_ms)
-                               : detail::decide_by_key(attempts, m_options.slot, now_ms);
+                               ? detail::decide_by_period(attempts, fire_ms)
+                               : detail::decide_by_key(attempts, m_options.slot, fire_ms);
             res.slot = d.slot;
             res.takeover = d.takeover;
             if (d.done) {
@@ -253,7 +252,7 @@ job_result job::run_reporting(const std::function<job_report(const job_context&)
                 started = s->execute(statement::job_start,
                                      {name, res.token, std::string_view(res.slot),
                                       std::string_view(owner), std::string_view(me.host), me.pid,
-                                      period_ms, d.slot_started_ms})
+                                      period_ms, d.slot_fired_ms})
                               .affected_rows == 1;
                 if (!started) {
                     res.outcome = job_outcome::lost;

@@ -75,12 +75,12 @@ enum class statement : std::size_t {
     job_now,           ///< -> 1 row (now_ms)
     job_touch,         ///< $1 name $2 period_ms (0: keep): create/refresh the job row
     job_stale,         ///< $1 name $2 own token -> rows (token) of other attempts still running
-    job_recent,        ///< $1 name $2 since_ms -> rows (slot slot_started_ms outcome token owner
-                       ///<   host pid): attempts whose slot started at or after since_ms
+    job_recent,        ///< $1 name $2..$3 anchor range (ms) -> rows (slot slot_fired_ms outcome
+                       ///<   token owner host pid): attempts of slots anchored in that range
     job_slot_runs,     ///< $1 name $2 slot -> the same columns, for one caller-named slot
     job_skip,          ///< $1 name: count a skipped firing
     job_start,         ///< $1 name $2 token $3 slot $4 owner $5 host $6 pid $7 period_ms
-                       ///<   $8 slot_started_ms (NULL: now)
+                       ///<   $8 slot_fired_ms (NULL: now)
                        ///<   -> affected rows (fenced: 0 when the lease is no longer ours)
     job_finish,        ///< $1 name $2 token $3 outcome $4 exit|NULL $5 signal|NULL $6 message
                        ///<   -> affected rows (only a running attempt changes)

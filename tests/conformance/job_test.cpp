@@ -36,7 +36,7 @@ void ledger_update(const std::string& table, const std::string& set, const std::
 void backdate_runs(const std::string& name, std::int64_t ms) {
     const auto by = std::to_string(ms);
     ledger_update("job_runs",
-                  "started_ms = started_ms - " + by + ", slot_started_ms = slot_started_ms - " + by,
+                  "started_ms = started_ms - " + by + ", slot_fired_ms = slot_fired_ms - " + by,
                   name);
 }
 

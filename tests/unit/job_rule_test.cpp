@@ -13,30 +13,33 @@ namespace {
 constexpr std::int64_t hour = 3'600'000;
 
 /// What a firing at `fire` decides, given the ledger `all` (any order): the attempts the
-/// database would return for the window (started at or after period_window_start), newest
-/// first.
+/// database would return (slots anchored in period_window), newest first.
 slot_decision fire_at(std::int64_t fire, std::int64_t period, std::vector<past_attempt> all) {
+    const auto w = period_window(fire, period);
     std::erase_if(all, [&](const past_attempt& a) {
-        return a.slot_started_ms < period_window_start(fire, period);
+        return a.slot_fired_ms < w.first || a.slot_fired_ms > w.last;
     });
     std::sort(all.begin(), all.end(), [](const past_attempt& a, const past_attempt& b) {
-        return a.slot_started_ms > b.slot_started_ms;
+        return a.slot_fired_ms > b.slot_fired_ms;
     });
     return decide_by_period(all, fire);
 }
 
 } // namespace
 
-TEST_CASE("the window is half the period, exclusive at its far end") {
+TEST_CASE("the window is half the period on both sides, exclusive at its ends") {
     CHECK(skew_window_ms(hour) == hour / 2);
-    CHECK(period_window_start(10 * hour, hour) == 10 * hour - hour / 2 + 1);
+    CHECK(period_window(10 * hour, hour).first == 10 * hour - hour / 2 + 1);
+    CHECK(period_window(10 * hour, hour).last == 10 * hour + hour / 2 - 1);
     const std::vector<past_attempt> ok{{"S", 10 * hour, true}};
-    // A firing less than P/2 after a successful start: the same slot.
+    // A firing less than P/2 after a slot's anchor: the same slot.
     CHECK(fire_at(10 * hour + hour / 2 - 1, hour, ok).done);
     // Exactly P/2 after: the next slot.
     CHECK_FALSE(fire_at(10 * hour + hour / 2, hour, ok).done);
-    // A success that started after the firing (another host won the lock first) covers it.
-    CHECK(fire_at(10 * hour - 1000, hour, ok).done);
+    // A firing before the anchor (a host whose clock is behind fired first but got the lock
+    // later) is in the slot while less than P/2 before it, not at P/2.
+    CHECK(fire_at(10 * hour - hour / 2 + 1, hour, ok).done);
+    CHECK_FALSE(fire_at(10 * hour - hour / 2, hour, ok).done);
 }
 
 TEST_CASE("a daily job across midnight with 1 s of skew is one slot, the next day another") {
@@ -85,20 +88,27 @@ TEST_CASE("failed attempts in the window are taken over in their slot; success w
     CHECK(fresh.slot == "2026-11-22T22:01:03.703Z");
 }
 
-TEST_CASE("a late takeover does not move its slot into the next period") {
-    const std::int64_t period = 10'000;
-    // The slot opened at 100 s and failed; a takeover succeeded at 104.5 s (after the failed
-    // runner's lease ran out). It inherits the slot's start, so the next period's earliest
-    // firing (at 100 s + period - 4 s of skew) is a new slot, not covered by the takeover.
-    const std::vector<past_attempt> ledger{{"S", 100'000, true}, {"S", 100'000, false}};
-    CHECK_FALSE(fire_at(100'000 + period - 4'000, period, ledger).done);
-    // While a firing of the same slot after the takeover is still covered.
-    CHECK(fire_at(104'900, period, ledger).done);
-    // A takeover inherits the slot's key and start.
-    const std::vector<past_attempt> failed{{"S", 100'000, false}};
-    const auto d = decide_by_period(failed, 104'500);
+TEST_CASE("waiting never moves a firing into another slot") {
+    const std::int64_t period = 4'000;
+    // Slot A anchored at 100 s failed and was taken over late (a crashed runner's lease); a
+    // takeover carries the anchor, so the next period's earliest firing is a new slot.
+    const std::vector<past_attempt> late{{"A", 100'000, true}, {"A", 100'000, false}};
+    CHECK_FALSE(fire_at(100'000 + period - 1'600, period, late).done);
+    CHECK(fire_at(101'500, period, late).done);
+    // The torture run's case: a firing of slot A (at 101.5 s) waits behind killed runners while
+    // slot B opens (anchored at 104 s, a next-period firing that got the lock first) and fails.
+    // Holding the lock at last, the slot-A firing must take over A, not B.
+    const std::vector<past_attempt> overtaken{{"B", 104'000, false}, {"A", 100'000, false}};
+    const auto d = fire_at(101'500, period, overtaken);
     CHECK(d.takeover);
-    CHECK(d.slot_started_ms == 100'000);
+    CHECK(d.slot == "A");
+    CHECK(d.slot_fired_ms == 100'000);
+    // A run longer than its period: the next slot's firing, served after it, opens its own.
+    const std::vector<past_attempt> overrun{{"A", 100'000, true}};
+    const auto next = fire_at(104'200, period, overrun);
+    CHECK_FALSE(next.done);
+    CHECK_FALSE(next.takeover);
+    CHECK(next.slot_fired_ms == 104'200);
 }
 
 TEST_CASE("caller-named slots: done once any attempt with the key succeeded") {
