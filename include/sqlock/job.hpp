@@ -38,9 +38,9 @@ std::string_view to_string(job_outcome outcome) noexcept;
 
 /// Settings of a job.
 struct job_options {
-    /// The job runs successfully at most once per slot of this length. A firing is in a slot
-    /// whose first attempt started less than period/2 before it (or after it), on the
-    /// database clock; see README "How slots are defined". Must lie in
+    /// The job runs successfully at most once per slot of this length. A firing belongs to
+    /// the slot whose opening firing fired less than period/2 before or after it (firing
+    /// times on the database clock); see README "How slots are defined". Must lie in
     /// [min_job_period, max_job_period], unless `slot` is set (then 0 is allowed and the
     /// period is only used by status and the missed-run check).
     std::chrono::milliseconds period{0};

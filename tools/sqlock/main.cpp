@@ -89,8 +89,8 @@ SIGINT, SIGTERM and SIGHUP are passed on to CMD.
 
 Scheduled jobs (every host fires NAME from its own cron or timer; README "Scheduled jobs on a
 fleet"): CMD succeeds at most once per slot across the fleet, for clock and cron skew below
-PERIOD/2, on the database clock. A firing is in a slot whose first attempt started less than
-PERIOD/2 before it (or after it); a host that fires while a run of its slot is in progress
+PERIOD/2, on the database clock. A firing belongs to the slot whose opening firing fired less
+than PERIOD/2 before or after it; a host that fires while a run of its slot is in progress
 waits for the outcome: success -> CMD does not run here; failure, loss, or a crashed runner
 whose lease ran out -> this host takes the slot over and runs CMD. Every attempt is recorded
 (sqlock history NAME); CMD gets $SQLOCK_SLOT besides $SQLOCK_TOKEN and $SQLOCK_NAME.
