@@ -110,6 +110,7 @@ constexpr const char* history_help =
 The run ledger of scheduled job NAME (sqlock run --once-per), newest first (default 20 rows):
 slot, outcome (running, succeeded, failed, lost, abandoned), host:pid, fencing token, start on
 the database clock, duration and exit status or signal. Skipped firings are only counted.
+An abandoned attempt's end (and duration) is when a later holder of the job's lock found it.
   --json   an array; each object has exactly: name, slot, token, owner, host, pid, period_ms,
            started_at (UTC "YYYY-MM-DDTHH:MM:SS.mmmZ"), started_ms, ended_ms, duration_ms,
            exit_status, signal (null when none), outcome, message. *_ms are integers (ms since
