@@ -85,6 +85,18 @@ sqlock::database& db() {
     return d;
 }
 
+sqlock::connect_options own_tables(const std::string& base) {
+    sqlock::connect_options o;
+    o.table_prefix = base + std::to_string(getpid()) + "_";
+    return o;
+}
+
+sqlock::database fresh_database(const std::string& base) {
+    auto database = sqlock::connect(backend().url, own_tables(base));
+    database.migrate();
+    return database;
+}
+
 std::string unique_name(const std::string& base) {
     static std::mt19937_64 rng{std::random_device{}()};
     static std::mutex m;

@@ -33,6 +33,13 @@ sqlock::mutex_options opts(std::chrono::milliseconds ttl = std::chrono::seconds(
 /// A migrated database with the default table prefix, shared by the tests of this process.
 sqlock::database& db();
 
+/// Connect options for lock tables of the test's own (prefix "<base><pid>_"), for tests that
+/// count, reset or break what is in them without touching the other tests' tables.
+sqlock::connect_options own_tables(const std::string& base);
+
+/// A migrated database with lock tables of its own (own_tables(base)).
+sqlock::database fresh_database(const std::string& base);
+
 /// A lock name no other test uses: "<base>-<random>".
 std::string unique_name(const std::string& base);
 

@@ -210,10 +210,7 @@ TEST_SUITE("lease") {
 
     TEST_CASE("the reaper deletes a never-released lease only once it saw it unchanged for its "
               "TTL") {
-        sqlock::connect_options co;
-        co.table_prefix = "settle" + std::to_string(getpid()) + "_";
-        auto fresh = sqlock::connect(test::backend().url, co);
-        fresh.migrate();
+        auto fresh = test::fresh_database("settle");
         mutex live(fresh, "live", opts(30s));
         mutex dead(fresh, "dead", opts(short_ttl));
         live.lock();

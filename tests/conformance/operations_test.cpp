@@ -38,10 +38,7 @@ std::pair<int, std::string> cli(const std::vector<std::string>& args, std::strin
 TEST_SUITE("backend") {
 
     TEST_CASE("reap: grace, batches, dry run; live leases survive") {
-        sqlock::connect_options co;
-        co.table_prefix = "reap" + std::to_string(getpid()) + "_";
-        auto fresh = sqlock::connect(test::backend().url, co);
-        fresh.migrate();
+        auto fresh = test::fresh_database("reap");
         std::vector<std::unique_ptr<mutex>> held;
         std::vector<std::string> names;
         for (int i = 0; i < 5; ++i) {
@@ -176,8 +173,7 @@ TEST_SUITE("backend") {
     }
 
     TEST_CASE("schema versions: migrate --status, too new at connect, too old at first lock") {
-        sqlock::connect_options co;
-        co.table_prefix = "schema" + std::to_string(getpid()) + "_";
+        const auto co = test::own_tables("schema");
         auto fresh = sqlock::connect(test::backend().url, co);
         for (const auto& m : fresh.migration_status())
             CHECK_FALSE(m.applied);

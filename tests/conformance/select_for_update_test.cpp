@@ -254,8 +254,7 @@ TEST_SUITE("select_for_update") {
         // tables) and the sequence restarts below tokens already handed out (its last advance
         // was never flushed). Own table prefix: the shared sequence must not go back under the
         // other suites' feet.
-        sqlock::connect_options co;
-        co.table_prefix = "fucrash" + std::to_string(getpid()) + "_";
+        const auto co = test::own_tables("fucrash");
         auto first = sqlock::connect(test::backend().url, co);
         first.migrate();
         const auto name = unique_name("crash");
