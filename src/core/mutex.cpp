@@ -244,6 +244,7 @@ mutex::mutex(database db, std::string name, mutex_options options)
                                                   std::move(options))) {}
 
 mutex::~mutex() {
+    m_impl->release_leftover(); // a lease an earlier failed release left behind
     // Destroying a held mutex gives the lock back (all holds) instead of leaving it to expire.
     std::shared_ptr<detail::active_hold> held;
     {
