@@ -9,10 +9,12 @@
 #                                        pg_ctl stop -m immediate; MariaDB: kill -9 of mariadbd)
 #   tools/testdb.sh restart DIR [postgres|mariadb|all]  start it again, same data dir and port
 #
-# Opt-in: with TESTDB_FAKETIME_FILE=/path set, "start" and "restart" run both servers under
-# libfaketime (package faketime): their wall clock is the real one plus the offset in that file
-# ("+60", "-60", "+0"), re-read on every call, so writing the file steps the servers' clocks at
-# once; monotonic clocks are not faked. The file must be readable by the server users.
+# Opt-in: with TESTDB_FAKETIME_FILE=/path set, "start" and "restart" run both servers with a
+# shifted wall clock: the real one plus the offset in that file ("+60", "-60", "+0"), re-read on
+# every call, so replacing the file (write a new one, mv it over) steps the servers' clocks at
+# once; monotonic clocks are not shifted. PostgreSQL gets tools/testdb_clock.c (compiled here
+# with cc; async-signal-safe), MariaDB libfaketime (package faketime), which also shifts its
+# absolute-deadline waits. The file must be readable by the server users.
 #
 # The system instances (/var/lib/postgresql, /var/lib/mysql, /etc/...) are never used or touched.
 set -euo pipefail
@@ -42,7 +44,7 @@ ensure_binaries() {
 # "env VAR=..." prefix that runs a server under libfaketime when TESTDB_FAKETIME_FILE is set
 # (nothing otherwise): the offset file is re-read on every clock call (FAKETIME_NO_CACHE), and
 # CLOCK_MONOTONIC stays real (the servers' timeouts and the libraries' deadlines use it).
-FAKETIME_ENV=()
+FAKETIME_ENV=() PG_CLOCK_ENV=()
 setup_faketime() {
   local f=${TESTDB_FAKETIME_FILE:-}
   [[ -n $f ]] || return 0
@@ -57,6 +59,17 @@ setup_faketime() {
   : >"$DIR/faketime.used"
   FAKETIME_ENV=(env "LD_PRELOAD=$FAKETIME_LIB" "FAKETIME_TIMESTAMP_FILE=$f" FAKETIME_NO_CACHE=1
     FAKETIME_DONT_FAKE_MONOTONIC=1 DONT_FAKE_MONOTONIC=1 FAKETIME_DONT_RESET=1)
+  # libfaketime is not async-signal-safe: PostgreSQL reads the clock in its SIGALRM handler, and
+  # such a read sees the unshifted time now and then, which fires its timeouts early.
+  local src lib
+  src="$(dirname "$(realpath "$0")")/testdb_clock.c" lib=$DIR/testdb_clock.so
+  if [[ ! -s $lib || $src -nt $lib ]]; then
+    command -v cc >/dev/null || die "TESTDB_FAKETIME_FILE needs a C compiler (cc) for $src"
+    cc -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC -o "$lib.tmp" "$src" && mv -f "$lib.tmp" "$lib" ||
+      die "cannot compile $src"
+    chmod 755 "$lib"
+  fi
+  PG_CLOCK_ENV=(env "LD_PRELOAD=$lib" "TESTDB_CLOCK_FILE=$f")
 }
 
 # PostgreSQL refuses to run as root, and MariaDB should not either, so as root
@@ -238,7 +251,7 @@ max_connections = 200
 password_encryption = 'scram-sha-256'
 EOF
   # -W: don't wait here; we poll both servers together below.
-  as_pg "${FAKETIME_ENV[@]}" "$PGBIN/pg_ctl" start -W -D "$DIR/pg" -l "$DIR/pg.log" >/dev/null
+  as_pg "${PG_CLOCK_ENV[@]}" "$PGBIN/pg_ctl" start -W -D "$DIR/pg" -l "$DIR/pg.log" >/dev/null
 
   # --- MariaDB
   # --no-defaults (must be first) keeps /etc/mysql/*.cnf (system socket, pid,
@@ -303,6 +316,9 @@ export SQLOCK_TEST_POSTGRES_PID=$(pg_pid)
 export SQLOCK_TEST_MYSQL_PID=$(my_pid)
 export SQLOCK_TEST_DB_DIR=$(printf %q "$DIR")
 EOF
+  # Tests that step the servers' clocks find the offset file here.
+  [[ -n ${TESTDB_FAKETIME_FILE:-} ]] &&
+    echo "export SQLOCK_TEST_CLOCK_FILE=$(printf %q "$(realpath "$TESTDB_FAKETIME_FILE")")" >>"$DIR/env.sh"
   trap - EXIT
   echo "postgres: postgresql://sqlock:$pw@127.0.0.1:$pgport/sqlock_test"
   echo "mariadb:  mysql://sqlock:$pw@127.0.0.1:$myport/sqlock_test"
@@ -332,7 +348,7 @@ do_restart() {
   [[ $which =~ ^(postgres|mariadb|all)$ ]] || usage
   if [[ $which != mariadb ]] && ! alive "$(pg_pid)" '^postgres$'; then
     [[ -d $DIR/pg ]] || die "no postgres data dir in $DIR"
-    as_pg "${FAKETIME_ENV[@]}" "$PGBIN/pg_ctl" start -W -D "$DIR/pg" -l "$DIR/pg.log" >/dev/null
+    as_pg "${PG_CLOCK_ENV[@]}" "$PGBIN/pg_ctl" start -W -D "$DIR/pg" -l "$DIR/pg.log" >/dev/null
   fi
   if [[ $which != postgres ]] && ! alive "$(my_pid)" '^mariadbd$'; then
     [[ -s $DIR/mariadb.args ]] || die "no $DIR/mariadb.args (started by an older testdb.sh?)"
