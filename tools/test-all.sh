@@ -3,8 +3,9 @@
 #   1. installs the build tools, client libraries and database servers it needs (apt-get);
 #   2. builds with the "ci" preset (warnings are errors), the "asan" preset (ASan+UBSan) and the
 #      "tsan" preset (ThreadSanitizer: the lease keeper, the waiter queue and the listener);
-#   3. starts throwaway PostgreSQL 15 and MariaDB 10.11 on 127.0.0.1 (tools/testdb.sh) and runs
-#      every test on SQLite, PostgreSQL and MariaDB for each build; stops the servers after;
+#   3. starts throwaway PostgreSQL 15 and MariaDB 10.11 on 127.0.0.1 (tools/testdb.sh, with a
+#      wall clock the clock tests can step) and runs every test on SQLite, PostgreSQL and
+#      MariaDB for each build; stops the servers after;
 #   4. runs the torture smoke on the ci build (tools/torture/run.sh --smoke: every backend x
 #      strategy with client kills and a server crash, the no-fault mode, both negative
 #      controls; it starts servers of its own). A violation fails the run.
@@ -18,7 +19,7 @@ presets=(ci asan tsan)
 [[ ${1:-} == --quick ]] && presets=(ci)
 
 packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev libboost-dev
-          libsqlite3-dev doctest-dev postgresql-15 mariadb-server mariadb-client)
+          libsqlite3-dev doctest-dev postgresql-15 mariadb-server mariadb-client faketime)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -51,7 +52,11 @@ for preset in "${presets[@]}"; do
     cmake --build --preset "$preset" -j "$(nproc)"
     echo "=== test: $preset (SQLite, PostgreSQL, MariaDB)"
     mkdir -p "build/$preset"
-    tools/testdb.sh run "$(testdb_dir "$preset")" -- ctest --preset "$preset" || status=1
+    # The servers run with a steppable wall clock (offset file next to their directory), for
+    # the tests that step it (SQLOCK_TEST_CLOCK_FILE); it stays at +0 otherwise.
+    dir=$(testdb_dir "$preset")
+    TESTDB_FAKETIME_FILE="$dir-clock" tools/testdb.sh run "$dir" -- ctest --preset "$preset" ||
+        status=1
 done
 echo "=== torture smoke (ci build)"
 tools/torture/run.sh --smoke --build build/ci || status=1

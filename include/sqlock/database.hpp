@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,15 @@ struct connect_options {
     /// than this library. Older ones (or none) are reported when a lock is first taken, so
     /// that connect() + migrate() works on a fresh database.
     bool check_schema = true;
+    /// A step of the database server's wall clock at least this large, seen between two
+    /// replies, is reported: to on_clock_step, in the <prefix>clock_steps table and so in
+    /// `sqlock status`. Locks do not depend on the server's clock for takeover (a step cannot
+    /// end a lease early); this is for operators. Must be positive.
+    std::chrono::milliseconds clock_step_threshold = std::chrono::seconds(1);
+    /// Called with each step noticed (signed: positive when the server's clock jumped
+    /// forward), on the thread that noticed it, in the middle of a lock operation: it must not
+    /// block or use sqlock. Unset: the first step is written to stderr as one line.
+    std::function<void(std::chrono::milliseconds step)> on_clock_step;
 };
 
 /// One row of the lock table, as reported by the database. Times are the database's clock.
@@ -90,6 +100,14 @@ struct force_release_result {
     std::int64_t previous_token = 0;
     std::int64_t new_token = 0;     ///< lease strategies: the token moved past the old holder's
     std::size_t sessions_ended = 0; ///< select_for_update (PostgreSQL): holder sessions ended
+};
+
+/// A step of the database server's clock that a sqlock process noticed (database::clock_steps).
+struct clock_step_record {
+    std::string seen_at;  ///< UTC, "YYYY-MM-DD HH:MM:SS.ffffff", by the database's clock
+    std::string observer; ///< host:pid of the process that noticed it
+    std::chrono::milliseconds step{0}; ///< + forward, - back
+    std::chrono::milliseconds age{0};  ///< how long ago, by the database's clock
 };
 
 /// One migration and whether it is applied.
@@ -154,6 +172,13 @@ public:
     /// with `actor` in the <prefix>audit table. Throws errc::unsupported for select_for_update
     /// on MariaDB/SQLite (the holder cannot be identified there).
     force_release_result force_release(std::string_view name, std::string_view actor);
+
+    /// The steps of the server's clock that sqlock processes recorded (at most one per 10 s per
+    /// database handle), newest first, at most `limit`. Needs schema version 5.
+    std::vector<clock_step_record> clock_steps(std::size_t limit = 20);
+    /// Steps of the server's clock this handle noticed itself (see
+    /// connect_options::clock_step_threshold).
+    std::uint64_t clock_steps_noticed() const noexcept;
 
     /// Every migration this library knows for the backend, and whether it is applied.
     std::vector<migration_state> migration_status();

@@ -1,3 +1,4 @@
+-- sqlock: server-clock (last column: the server's wall clock, ms since the Unix epoch)
 -- Acquire a free name, or re-enter, in one autocommit statement.
 -- $6 is the token this owner already holds (re-entry) or NULL (new grant).
 -- A lease held by someone else is never taken here, however expired it looks by this server's
@@ -44,4 +45,5 @@ ON DUPLICATE KEY UPDATE
     owner       = IF($6 IS NULL AND owner = '' AND strategy <> 'select_for_update', $2, owner)
 RETURNING token, hold_count,
     COALESCE(owner = $2 AND (acquired_at = UTC_TIMESTAMP(6) OR token = $6), 0),
-    owner = '', lease_seq, ttl_ms
+    owner = '', lease_seq, ttl_ms,
+    TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000

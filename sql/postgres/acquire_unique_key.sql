@@ -1,3 +1,4 @@
+-- sqlock: server-clock (last column: the server's wall clock, ms since the Unix epoch)
 -- Acquire a free name, or re-enter, in one autocommit statement.
 -- $6 is the token this owner already holds (re-entry) or NULL (new grant).
 -- statement_timestamp(), not now(): the lease is computed from this statement's time.
@@ -12,7 +13,7 @@
 -- before nextval() runs (the subquery is evaluated first). Without it, an INSERT that drew its
 -- token and then waited (on a releasing DELETE, or the scheduler) could be granted after a
 -- later grant with a larger token. Keys: (1936483695 = 'sqlk', hash of the name).
--- Columns: token, hold_count, granted, created_free_row (0 here), lease_seq, ttl_ms.
+-- Columns: token, hold_count, granted, created_free_row (0 here), lease_seq, ttl_ms, server clock.
 WITH attempt AS (
     INSERT INTO {locks} AS l
         (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at,
@@ -39,7 +40,11 @@ WITH attempt AS (
        OR ($6::bigint IS NOT NULL AND l.owner = $2::text AND l.token = $6::bigint)
     RETURNING token, hold_count, CAST(owner = $2::text AS integer) AS granted, lease_seq, ttl_ms
 )
-SELECT token, hold_count, granted, 0, lease_seq, ttl_ms FROM attempt
+SELECT token, hold_count, granted, 0, lease_seq, ttl_ms,
+       CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS bigint)
+FROM attempt
 UNION ALL
-SELECT token, hold_count, 0, 0, lease_seq, ttl_ms FROM {locks}
+SELECT token, hold_count, 0, 0, lease_seq, ttl_ms,
+       CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS bigint)
+FROM {locks}
 WHERE name = $1::text AND NOT EXISTS (SELECT 1 FROM attempt)

@@ -1,3 +1,5 @@
+-- sqlock: server-clock (last column: the server's wall clock, ms since the Unix epoch)
 -- Columns: token (the version), owner, hold_count, held (someone owns it), lease_seq, ttl_ms.
-SELECT token, owner, hold_count, CAST(owner <> '' AS integer), lease_seq, ttl_ms
+SELECT token, owner, hold_count, CAST(owner <> '' AS integer), lease_seq, ttl_ms,
+       CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS bigint)
 FROM {locks} WHERE name = $1::text

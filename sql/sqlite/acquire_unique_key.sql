@@ -1,3 +1,4 @@
+-- sqlock: server-clock (last column: the server's wall clock, ms since the Unix epoch)
 -- Acquire a free name, or re-enter, in one autocommit statement.
 -- $6 is the token this owner already holds (re-entry) or NULL (new grant).
 -- 'now' is fixed for the whole statement, so every NOW below is the same instant.
@@ -29,4 +30,5 @@ ON CONFLICT (name) DO UPDATE SET
     ttl_ms      = $3
 WHERE ($6 IS NULL AND l.owner = '' AND l.strategy <> 'select_for_update')
    OR ($6 IS NOT NULL AND l.owner = $2 AND l.token = $6)
-RETURNING token, hold_count, owner = $2, 0, lease_seq, ttl_ms
+RETURNING token, hold_count, owner = $2, 0, lease_seq, ttl_ms,
+          CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)

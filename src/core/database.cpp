@@ -83,6 +83,8 @@ database_impl::database_impl(connection_config config, const connect_options& op
         throw error(errc::invalid_argument, "io_timeout must not be negative");
     if (m_options.pool_size == 0)
         throw error(errc::invalid_argument, "pool_size must be >= 1");
+    if (m_options.clock_step_threshold.count() <= 0)
+        throw error(errc::invalid_argument, "clock_step_threshold must be positive");
     m_config.connect_timeout = m_options.connect_timeout;
     m_config.io_timeout = m_options.io_timeout;
 
@@ -107,6 +109,7 @@ database_impl::database_impl(connection_config config, const connect_options& op
         m_catalog.text[i] = expand(*text);
         m_catalog.noop[i] = split_script(*text).empty(); // only comments: nothing to send
         m_catalog.read_back[i] = text->find("-- sqlock: read-back") != std::string_view::npos;
+        m_catalog.server_clock[i] = text->find("-- sqlock: server-clock") != std::string_view::npos;
         m_catalog.skip_if_unchanged[i] =
             text->find("-- sqlock: skip-if-unchanged") != std::string_view::npos;
     }
@@ -116,15 +119,20 @@ std::string database_impl::expand(std::string_view sql) const {
     return expand_identifiers(sql, m_identifiers);
 }
 
+std::unique_ptr<session> database_impl::watched(std::unique_ptr<session> s) noexcept {
+    s->watch_clock(&m_clock_watch);
+    return s;
+}
+
 std::unique_ptr<session> database_impl::open_session() {
     m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
     switch (m_config.kind) {
     case backend_kind::postgresql:
-        return open_postgres_session(m_config, m_catalog);
+        return watched(open_postgres_session(m_config, m_catalog));
     case backend_kind::mysql:
-        return open_mysql_session(m_config, m_catalog);
+        return watched(open_mysql_session(m_config, m_catalog));
     case backend_kind::sqlite:
-        return open_sqlite_session(m_config, m_catalog);
+        return watched(open_sqlite_session(m_config, m_catalog));
     }
     throw std::logic_error("unknown backend");
 }
@@ -308,7 +316,7 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
                 }
             }
         }
-        return open_sqlite_session(config, m_catalog);
+        return watched(open_sqlite_session(config, m_catalog));
     }
     {
         std::lock_guard lock(m_pool_mutex);
@@ -322,8 +330,9 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
     config.purpose = session_purpose::lock_holder;
     config.client_identity = this_process().id;
     m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
-    return config.kind == backend_kind::postgresql ? open_postgres_session(config, m_catalog)
-                                                   : open_mysql_session(config, m_catalog);
+    return watched(config.kind == backend_kind::postgresql
+                       ? open_postgres_session(config, m_catalog)
+                       : open_mysql_session(config, m_catalog));
 }
 
 void database_impl::unpin(std::string_view lock_name, std::unique_ptr<session> s) noexcept {
@@ -365,9 +374,41 @@ result database_impl::run(statement id, std::initializer_list<param> params) {
     try {
         auto s = checkout();
         m_statements_sent.fetch_add(1, std::memory_order_relaxed);
+        record_clock_step(*s); // a step noticed earlier, if any (rare)
         return s->execute(id, params);
     } catch (const error& e) {
         rethrow_with_context(e);
+    }
+}
+
+void database_impl::on_clock_step(std::chrono::milliseconds step) noexcept {
+    try {
+        if (m_options.on_clock_step) {
+            m_options.on_clock_step(step);
+        } else if (!m_clock_step_logged.exchange(true)) {
+            std::fprintf(stderr,
+                         "sqlock: the clock of %s stepped by %+.3f s between two replies "
+                         "(noticed by %s; locks are unaffected, see `sqlock status`)\n",
+                         m_config.redacted_url.c_str(), static_cast<double>(step.count()) / 1000,
+                         this_process().id.c_str());
+        }
+    } catch (...) {
+        // A throwing handler must not fail the statement that noticed the step.
+    }
+}
+
+void database_impl::record_clock_step(session& s) noexcept {
+    // Rare (a step), so one more statement on the session at hand; at most one per 10 s.
+    const auto step = m_clock_watch.take_unrecorded(std::chrono::seconds(10));
+    if (!step)
+        return;
+    try {
+        const auto& me = this_process();
+        const auto observer = me.host + ":" + std::to_string(me.pid);
+        s.execute(statement::record_clock_step,
+                  {std::string_view(observer), static_cast<std::int64_t>(step->count())});
+    } catch (...) {
+        // Best effort: tables older than schema 5, a server gone meanwhile. The lock is unaffected.
     }
 }
 
@@ -787,6 +828,21 @@ std::vector<migration_state> database::migration_status() {
     return out;
 }
 
+std::vector<clock_step_record> database::clock_steps(std::size_t limit) {
+    const auto res = m_impl->run(detail::statement::list_clock_steps,
+                                 {static_cast<std::int64_t>(std::max<std::size_t>(limit, 1))});
+    std::vector<clock_step_record> out;
+    for (const auto& r : res.rows)
+        out.push_back({r.at(0).value_or(""), r.at(1).value_or(""),
+                       std::chrono::milliseconds(detail::column_int(r.at(2))),
+                       std::chrono::milliseconds(detail::column_int(r.at(3)))});
+    return out;
+}
+
+std::uint64_t database::clock_steps_noticed() const noexcept {
+    return m_impl->clock_steps_seen().steps;
+}
+
 } // namespace sqlock
 
 namespace sqlock::detail {
@@ -823,11 +879,22 @@ bool session::needs_sending(statement id, std::span<const param> params) {
     return true;
 }
 
+void session::show_clock(statement id, const result& res,
+                         std::chrono::steady_clock::time_point sent) {
+    if (m_clock == nullptr || !m_catalog.returns_server_clock(id) || res.rows.empty() ||
+        res.rows.front().empty() || !res.rows.front().back())
+        return;
+    m_clock->observe(column_int(res.rows.front().back()), sent, std::chrono::steady_clock::now());
+}
+
 result session::execute(statement id, std::span<const param> params) {
     if (!needs_sending(id, params))
         return {};
     try {
-        return do_execute(id, params);
+        const auto sent = std::chrono::steady_clock::now();
+        auto res = do_execute(id, params);
+        show_clock(id, res, sent);
+        return res;
     } catch (...) {
         m_last_params[static_cast<std::size_t>(id)].reset(); // unknown state: send next time
         throw;
@@ -845,6 +912,7 @@ std::vector<result> session::execute_batch(std::span<const batch_item> items) {
         }
     }
     std::vector<result> sent(to_send.size());
+    const auto sent_at = std::chrono::steady_clock::now();
     try {
         do_execute_batch(to_send, sent);
     } catch (...) {
@@ -852,8 +920,10 @@ std::vector<result> session::execute_batch(std::span<const batch_item> items) {
             m_last_params[static_cast<std::size_t>(item.id)].reset();
         throw;
     }
-    for (std::size_t k = 0; k < slots.size(); ++k)
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+        show_clock(to_send[k].id, sent[k], sent_at);
         out[slots[k]] = std::move(sent[k]);
+    }
     return out;
 }
 

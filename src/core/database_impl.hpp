@@ -1,6 +1,7 @@
 // Internal: what a sqlock::database handle shares — config, SQL catalog and connection pool.
 #pragma once
 
+#include "core/clock_watch.hpp"
 #include "core/config.hpp"
 #include "core/session.hpp"
 #include "core/sighting.hpp"
@@ -183,11 +184,26 @@ public:
         m_acquire_attempts.fetch_add(1, std::memory_order_relaxed);
     }
 
+    /// What this handle noticed of the server's clock (steps between replies).
+    clock_watch::summary clock_steps_seen() const { return m_clock_watch.seen(); }
+
 private:
     std::unique_ptr<session> open_session();
+    /// `s`, showing its replies to this handle's clock_watch.
+    std::unique_ptr<session> watched(std::unique_ptr<session> s) noexcept;
+    /// A step was noticed: connect_options::on_clock_step, or one line on stderr per handle.
+    void on_clock_step(std::chrono::milliseconds step) noexcept;
+    /// Writes a noticed step to the clock_steps table with `s`, at most one per 10 s; never
+    /// throws (best effort).
+    void record_clock_step(session& s) noexcept;
 
     connection_config m_config;
     connect_options m_options;
+    clock_watch m_clock_watch{m_options.clock_step_threshold,
+                              [this](std::chrono::milliseconds step) {
+                                  on_clock_step(step);
+                              }};
+    std::atomic<bool> m_clock_step_logged{false};
     std::vector<std::pair<std::string, std::string>> m_identifiers;
     std::string m_locks_table;
     sql_catalog m_catalog;

@@ -3,6 +3,7 @@
 // sqlite3 types.
 #pragma once
 
+#include "core/clock_watch.hpp"
 #include "core/statements.hpp"
 
 #include <array>
@@ -105,6 +106,10 @@ public:
     /// pg_terminate_backend() / KILL take it; 0 where there is none (SQLite) or it is unknown.
     virtual std::int64_t server_session_id() const noexcept { return 0; }
 
+    /// Shows the replies of statements that return the server's clock ("-- sqlock:
+    /// server-clock") to `watch` (the database handle's; nullptr: to nobody).
+    void watch_clock(clock_watch* watch) noexcept { m_clock = watch; }
+
 protected:
     virtual result do_execute(statement id, std::span<const param> params) = 0;
     /// Runs every item (no-ops and unchanged settings are already filtered out); default: one
@@ -117,6 +122,8 @@ private:
     /// False for no-op statements and for skip-if-unchanged ones whose used parameters match
     /// the last call on this connection (remembers them otherwise).
     bool needs_sending(statement id, std::span<const param> params);
+    void show_clock(statement id, const result& res, std::chrono::steady_clock::time_point sent);
+    clock_watch* m_clock = nullptr;
     std::array<std::optional<std::vector<std::optional<std::string>>>, statement_count>
         m_last_params;
 };

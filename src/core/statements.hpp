@@ -12,7 +12,10 @@
 //   - a file containing the line "-- sqlock: skip-if-unchanged" is not sent again on the same
 //     connection while the parameters it uses are the same as last time (session settings);
 //   - a file containing "-- sqlock: read-back" returns no rows on that backend (no RETURNING
-//     for UPDATE on MariaDB): the strategy reads the outcome back instead of trusting counts.
+//     for UPDATE on MariaDB): the strategy reads the outcome back instead of trusting counts;
+//   - a file containing "-- sqlock: server-clock" returns the server's wall clock (ms since the
+//     Unix epoch) as the last column of its rows: sessions show it to the database handle's
+//     clock_watch, which notices steps of that clock (core/clock_watch.hpp).
 #pragma once
 
 #include <array>
@@ -75,9 +78,11 @@ enum class statement : std::size_t {
     fu_terminate_holder, ///< $1 name -> rows (sessions ended; PostgreSQL only)
     audit_record,        ///< $1 action $2 name $3 actor $4 old owner $5 old token $6 new token
     // releases, sent as one batch around the release statement (no-ops where not needed)
-    async_begin,      ///< open a transaction for an asynchronously committed release
-    async_commit_off, ///< make its commit asynchronous (PostgreSQL synchronous_commit = off)
-    async_commit,     ///< commit it
+    async_begin,       ///< open a transaction for an asynchronously committed release
+    async_commit_off,  ///< make its commit asynchronous (PostgreSQL synchronous_commit = off)
+    async_commit,      ///< commit it
+    record_clock_step, ///< $1 observer $2 step_ms: a step of the server's clock was noticed
+    list_clock_steps,  ///< $1 limit -> rows (seen_at, observer, step_ms, age_ms), newest first
     count_
 };
 
@@ -123,6 +128,8 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "async_begin",
     "async_commit_off",
     "async_commit",
+    "record_clock_step",
+    "list_clock_steps",
 };
 
 // A statement added to the enum without a file name here would silently get an empty name.
@@ -143,9 +150,13 @@ struct sql_catalog {
     std::array<bool, statement_count> noop{}; ///< the file holds only comments: nothing to send
     std::array<bool, statement_count> skip_if_unchanged{}; ///< see the file comment above
     std::array<bool, statement_count> read_back{};         ///< see the file comment above
+    std::array<bool, statement_count> server_clock{};      ///< see the file comment above
     const std::string& operator[](statement id) const { return text[static_cast<std::size_t>(id)]; }
     bool is_noop(statement id) const { return noop[static_cast<std::size_t>(id)]; }
     bool needs_read_back(statement id) const { return read_back[static_cast<std::size_t>(id)]; }
+    bool returns_server_clock(statement id) const {
+        return server_clock[static_cast<std::size_t>(id)];
+    }
 };
 
 } // namespace sqlock::detail

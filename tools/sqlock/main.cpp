@@ -96,7 +96,10 @@ select_for_update holders are shown where the server tells (PostgreSQL).
                 Times are UTC "YYYY-MM-DD HH:MM:SS.ffffff"; *_ms are integers.
   --prometheus  the Prometheus text format, for node_exporter's textfile collector:
                 sqlock_locks_held{strategy}, sqlock_locks_expired,
-                sqlock_oldest_lock_age_seconds, sqlock_lock_rows
+                sqlock_oldest_lock_age_seconds, sqlock_lock_rows,
+                sqlock_clock_steps_recent, sqlock_clock_step_last_seconds
+The summary line of `status` is followed by a "clock:" line when sqlock processes noticed the
+database server's clock step in the last 24 hours (connect_options::clock_step_threshold).
 )";
 
 constexpr const char* reap_help =
@@ -452,7 +455,21 @@ std::string lock_json(const sqlock::lock_info& l) {
     return out.str();
 }
 
-void print_prometheus(const std::vector<sqlock::lock_info>& locks) {
+/// Steps of the database's clock recorded in the last 24 hours, newest first (none when the
+/// tables predate schema 5 or cannot be read: status still shows the locks).
+std::vector<sqlock::clock_step_record> recent_clock_steps(sqlock::database& db) {
+    std::vector<sqlock::clock_step_record> steps;
+    try {
+        steps = db.clock_steps(1000);
+    } catch (const sqlock::error&) {
+        return {};
+    }
+    std::erase_if(steps, [](const auto& s) { return s.age > std::chrono::hours(24); });
+    return steps;
+}
+
+void print_prometheus(const std::vector<sqlock::lock_info>& locks,
+                      const std::vector<sqlock::clock_step_record>& steps) {
     std::map<std::string, int> held;
     for (const char* s : {"unique_key", "select_for_update", "optimistic_version"})
         held[s] = 0;
@@ -479,7 +496,17 @@ void print_prometheus(const std::vector<sqlock::lock_info>& locks) {
               << "sqlock_oldest_lock_age_seconds " << oldest << "\n"
               << "# HELP sqlock_lock_rows Rows in the lock table.\n"
               << "# TYPE sqlock_lock_rows gauge\n"
-              << "sqlock_lock_rows " << locks.size() << "\n";
+              << "sqlock_lock_rows " << locks.size() << "\n"
+              << "# HELP sqlock_clock_steps_recent Steps of the database server's clock that "
+                 "sqlock processes noticed in the last 24 hours.\n"
+              << "# TYPE sqlock_clock_steps_recent gauge\n"
+              << "sqlock_clock_steps_recent " << steps.size() << "\n"
+              << "# HELP sqlock_clock_step_last_seconds The latest of them, signed (+ forward), "
+                 "0 when none.\n"
+              << "# TYPE sqlock_clock_step_last_seconds gauge\n"
+              << "sqlock_clock_step_last_seconds "
+              << (steps.empty() ? 0.0 : static_cast<double>(steps.front().step.count()) / 1000.0)
+              << "\n";
 }
 
 int cmd_status(const options& o) {
@@ -503,7 +530,7 @@ int cmd_status(const options& o) {
     auto db = open(o);
     auto locks = db.list();
     if (prometheus) {
-        print_prometheus(locks);
+        print_prometheus(locks, recent_clock_steps(db));
         return exit_ok;
     }
     std::erase_if(locks, [&](const sqlock::lock_info& l) {
@@ -523,6 +550,14 @@ int cmd_status(const options& o) {
             std::count_if(locks.begin(), locks.end(), [](const auto& l) { return l.held(); });
         std::cout << held << " held, " << locks.size() - static_cast<std::size_t>(held)
                   << " free or expired, in " << db.url() << "\n";
+        if (const auto steps = recent_clock_steps(db); !steps.empty()) {
+            const auto& last = steps.front();
+            std::printf("clock: the database's clock stepped %zu time%s in the last 24 h; latest "
+                        "%+.1fs at %s UTC, seen by %s (locks are unaffected)\n",
+                        steps.size(), steps.size() == 1 ? "" : "s",
+                        static_cast<double>(last.step.count()) / 1000.0, last.seen_at.c_str(),
+                        last.observer.c_str());
+        }
     }
     if (locks.empty()) {
         if (o.command != "status")
