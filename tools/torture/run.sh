@@ -93,7 +93,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# The clock nemesis steps the servers' wall clock through libfaketime: the servers must have been
+# The clock nemesis steps the servers' wall clock through tools/testdb.sh (a clock shim in
+# PostgreSQL, libfaketime in MariaDB): the servers must have been
 # started with it (and are restarted with it after a crash), so decide before the first start.
 CLOCK_FILE=$DB/faketime
 if [[ $MODE == long || ,$NEMESES, =~ ,(clock|mix)(:[0-9]+)?, ]]; then
@@ -309,14 +310,14 @@ end_pause() {
   PAUSE_UNTIL=0
 }
 
-# clock: steps the servers' wall clock (libfaketime offset file, re-read on every call) by
+# clock: steps the servers' wall clock (the offset file, re-read on every call) by
 # CLOCK_STEP seconds: 0 -> +S -> 0 -> -S -> 0 ... so forward and backward steps alternate. A
 # forward step only makes leases expire sooner (safety is what it tests): its fault ends at
 # once. A backward step makes a lease written before it last CLOCK_STEP longer, so an
 # abandoned one (holder killed or partitioned) may block that long: the fault stays open for
 # CLOCK_STEP + TTL, and no liveness window overlapping it is checked.
 CLOCK_OFFSET=0 CLOCK_NEXT_SIGN=1 CLOCK_UNTIL=0 CLOCK_TARGET=
-# Atomic replace: libfaketime re-opens the file on every clock call.
+# Atomic replace: the servers re-open the file on every clock call.
 set_clock() { printf '%+d\n' "$1" >"$CLOCK_FILE.new"; mv -f "$CLOCK_FILE.new" "$CLOCK_FILE"; CLOCK_OFFSET=$1; }
 nemesis_clock() {
   ((CLOCK_UNTIL)) && return 0           # a backward step is still open
@@ -472,7 +473,7 @@ run_one() {
     mark_slots "$procs"
   fi
   if [[ " ${kinds[*]} " == *" clock "* && -z ${TESTDB_FAKETIME_FILE:-} ]]; then
-    die "clock: the servers were started without libfaketime"
+    die "clock: the servers were started without a shifted clock (TESTDB_FAKETIME_FILE)"
   fi
   [[ " ${kinds[*]} " == *" stop "* ]] && has_stop=1
   "$CLI" migrate --url "$URL" >/dev/null
