@@ -165,8 +165,8 @@ one short statement: never a long table lock, never a live lease. Released rows 
 a lease that was never released (its holder crashed) only after this run has seen it unchanged
 for its TTL, so that no step of the database's clock can make the reaper end a live lease:
 the run waits up to --settle for that (default 1m); longer leases are left for a later run and
-counted as deferred. Then prunes the run ledger of scheduled jobs (run --once-per) the same way,
-in batches. Safe on several hosts at once.
+counted as deferred. Then prunes the run ledger of scheduled jobs (run --once-per) past
+--keep-history, in batches too. Safe on several hosts at once.
   --older-than D  grace: only rows expired for at least D (default 0)
   --settle D      wait up to D for expired-looking leases to prove abandoned (default 1m)
   --keep-history D  run-ledger retention (default 90d, at least 1d): attempts of scheduled jobs
