@@ -1,5 +1,6 @@
 // Scheduled jobs (sqlock run --once-per, sqlock::job): once per slot across processes, the run
 // ledger, takeover after failure and crash, the slot boundary, monitoring, pruning.
+#include "../support/json.hpp"
 #include "backend_fixture.hpp"
 
 #include <algorithm>
@@ -402,6 +403,36 @@ TEST_SUITE("jobs") {
         CHECK(test::error_of([] { db().reap(sqlock::reap_options{.keep_history = 1h}); }).code() ==
               sqlock::errc::invalid_argument);
         CHECK(run_cli({"reap", "--keep-history", "1h"}) == 64);
+    }
+
+    TEST_CASE(
+        "sqlock reap --settle --keep-history: a crashed lease and old ledger rows in one run") {
+        const auto name = test::unique_name("prune-settle");
+        CHECK(run_cli({"run", name, "--once-per", "1h", "--", "/bin/true"}) == 0);
+        backdate_runs(name, 8'640'000'000); // 100 days
+        // A lease whose holder stopped renewing (the reaper settles it) ...
+        const auto crashed = test::unique_name("prune-crashed");
+        sqlock::mutex_options short_lease;
+        short_lease.ttl = 300ms;
+        short_lease.renew = false;
+        sqlock::mutex gone(db(), crashed, short_lease);
+        gone.lock();
+        test::backdate(db(), crashed, 5s);
+        const auto out = test::backend().scratch_dir + "/" + name + ".json";
+        CHECK(run_cli({"reap", "--json", "--settle", "5s", "--keep-history", "30d"}, out) == 0);
+        const auto r = test::json::parse(test::read_file(out));
+        CHECK(r["deleted"].num() >= 1);
+        CHECK(r["history_deleted"].num() >= 1);
+        CHECK(r["history_expired"].num() == 0);
+        CHECK(r["deferred"].is_number());
+        CHECK(r["keep_history_ms"].num() == 30.0 * 86'400'000);
+        CHECK_FALSE(r["dry_run"].boolean());
+        CHECK_FALSE(db().find(crashed).has_value());
+        CHECK(sqlock::job_history(db(), name, 10).empty());
+        const auto job = job_row(name);
+        REQUIRE(job);
+        CHECK(job->succeeded == 1); // the job's counters are never pruned
+        gone.unlock();              // lost (reaped): no throw
     }
 
 } // TEST_SUITE jobs
