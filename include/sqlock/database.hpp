@@ -83,13 +83,22 @@ struct reap_options {
     /// calls on one handle (the in-process reaper) that happens by itself; one call waits up
     /// to `settle` for it (sqlock reap: --settle, 1 minute by default).
     std::chrono::milliseconds settle{0};
+    /// Run-ledger retention (sqlock::job): attempts that started longer ago than this, and
+    /// longer ago than their own job's period, are deleted (the jobs' counters and last
+    /// success are kept). At least one day.
+    std::chrono::milliseconds keep_history = std::chrono::hours(24 * 90);
+    /// Prune the run ledger in this call (sqlock::reaper does it at most every 10 minutes:
+    /// retention is counted in days, leases in seconds).
+    bool prune_history = true;
 };
 
 struct reap_result {
-    std::size_t deleted = 0;  ///< rows deleted (0 in a dry run)
+    std::size_t deleted = 0;  ///< lock rows deleted (0 in a dry run)
     std::size_t batches = 0;  ///< statements sent
-    std::size_t expired = 0;  ///< dry run: rows that would be deleted (once settled)
+    std::size_t expired = 0;  ///< dry run: lock rows that would be deleted (once settled)
     std::size_t deferred = 0; ///< leases that look expired, not yet seen unchanged for their TTL
+    std::size_t history_deleted = 0; ///< run-ledger rows deleted (0 in a dry run)
+    std::size_t history_expired = 0; ///< dry run: run-ledger rows that would be deleted
 };
 
 /// What database::force_release() did.
@@ -153,14 +162,15 @@ public:
     /// All rows in the lock table, ordered by name.
     std::vector<lock_info> list();
     /// Deletes expired rows (by the database clock) in batches of `batch` rows; returns how
-    /// many were deleted.
+    /// many were deleted. Also prunes the run ledger (reap_options::keep_history's default).
     std::size_t reap(std::size_t batch = 1000);
     /// The same with options: each batch is one short statement (no long table lock); only
     /// rows expired for longer than `older_than` by the database clock are considered. Free
     /// (released) rows are deleted at once; a lease that was never released only once seen
     /// unchanged for its TTL (see reap_options::settle), checked again in the deleting
     /// statement, so a lease renewed meanwhile survives. Several reapers (hosts) may run at
-    /// once. select_for_update rows never expire and are never reaped.
+    /// once. select_for_update rows never expire and are never reaped. Then prunes the run
+    /// ledger past options.keep_history the same way (bounded batches).
     reap_result reap(const reap_options& options);
 
     /// The row of lock `name`, if there is one.

@@ -10,7 +10,8 @@
 
 namespace sqlock {
 
-/// Runs database::reap(options) every `interval` on a background thread until destroyed.
+/// Runs database::reap(options) every `interval` on a background thread until destroyed (the
+/// run ledger is pruned at the first pass and then at most every 10 minutes).
 /// Reaping is hygiene, never needed for liveness: an expired lease is taken over without it.
 /// Failures are kept in last_error() and retried at the next interval; they never throw.
 class reaper {

@@ -4,6 +4,7 @@
 
 #include "sqlock/database.hpp" // IWYU pragma: export
 #include "sqlock/error.hpp"    // IWYU pragma: export
+#include "sqlock/job.hpp"      // IWYU pragma: export
 #include "sqlock/mutex.hpp"    // IWYU pragma: export
 #include "sqlock/reaper.hpp"   // IWYU pragma: export
 #include "sqlock/version.hpp"  // IWYU pragma: export

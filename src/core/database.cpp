@@ -92,7 +92,8 @@ database_impl::database_impl(connection_config config, const connect_options& op
     for (const char* table :
          {"locks", "token_seq", "token_counter", "migrations", "locks_expires_idx",
           "locks_token_on_insert", "holds", "audit", "locks_token_on_update", "token_hwm",
-          "token_incarnation", "recover_tokens", "clock_steps"}) {
+          "token_incarnation", "recover_tokens", "clock_steps", "jobs", "job_runs",
+          "job_runs_slot_idx", "job_runs_started_idx", "job_runs_prune_idx"}) {
         m_identifiers.emplace_back(table, quote_identifier(m_config.kind, prefix + table));
     }
     m_locks_table = prefix + "locks";
@@ -597,7 +598,7 @@ std::string detail::database_impl::migration_script() const {
 
 int database::expected_schema_version(backend_kind kind) {
     (void)kind; // every backend has the same migration versions (a unit test checks)
-    return 5;
+    return 6;
 }
 
 std::string database::fencing_condition(std::string_view name_placeholder,
@@ -692,11 +693,20 @@ reap_result database::reap(const reap_options& options) {
         throw error(errc::invalid_argument, "reap batch size must be at least 1");
     if (options.older_than.count() < 0)
         throw error(errc::invalid_argument, "reap grace (older_than) must not be negative");
+    if (options.keep_history < std::chrono::hours(24))
+        throw error(errc::invalid_argument,
+                    "run-ledger retention (keep_history) must be at least one day");
     const auto grace = static_cast<std::int64_t>(options.older_than.count());
+    const auto keep = static_cast<std::int64_t>(options.keep_history.count());
     reap_result out;
     if (options.dry_run) {
         const auto res = m_impl->run(detail::statement::count_expired, {grace});
         out.expired = static_cast<std::size_t>(detail::column_int(res.rows.at(0).at(0)));
+        if (options.prune_history) {
+            const auto hist = m_impl->run(detail::statement::job_prune_count, {keep});
+            out.history_expired =
+                static_cast<std::size_t>(detail::column_int(hist.rows.at(0).at(0)));
+        }
         out.batches = 1;
         return out;
     }
@@ -711,6 +721,13 @@ reap_result database::reap(const reap_options& options) {
             break;
     }
     m_impl->reap_stale_leases(batch, grace, options.settle, out);
+    while (options.prune_history) { // the run ledger (sqlock::job), the same bounded batches
+        const auto res = m_impl->run(detail::statement::job_prune, {batch, keep});
+        ++out.batches;
+        out.history_deleted += res.affected_rows;
+        if (res.affected_rows < static_cast<std::uint64_t>(batch))
+            break;
+    }
     return out;
 }
 

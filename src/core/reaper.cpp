@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace sqlock {
@@ -25,12 +26,21 @@ struct reaper::state {
 
     void run() {
         std::unique_lock lock(mutex);
+        std::optional<std::chrono::steady_clock::time_point> pruned;
         while (!stopping) {
             lock.unlock();
             std::string failure;
             std::size_t n = 0;
             try {
-                n = db.reap(options).deleted;
+                // The run ledger's retention is days: prune it once every 10 minutes, not at
+                // every (possibly very frequent) pass over the leases.
+                auto pass = options;
+                const auto now = std::chrono::steady_clock::now();
+                pass.prune_history =
+                    options.prune_history && (!pruned || now - *pruned >= std::chrono::minutes(10));
+                if (pass.prune_history)
+                    pruned = now;
+                n = db.reap(pass).deleted;
             } catch (const std::exception& e) {
                 failure = e.what();
             }

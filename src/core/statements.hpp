@@ -5,8 +5,8 @@
 //   - parameters are written $1, $2, ... on every backend (a backend rewrites them to its own
 //     placeholder syntax; a number may appear several times);
 //   - identifiers are written {locks}, {token_seq}, {token_counter}, {migrations}, {token_hwm},
-//     {token_incarnation}, {recover_tokens}, ... and replaced by the quoted, prefixed names
-//     when a database is opened (database_impl's constructor lists them);
+//     {token_incarnation}, {recover_tokens}, {jobs}, {job_runs}, ... and replaced by the quoted,
+//     prefixed names when a database is opened (database_impl's constructor lists them);
 //   - boolean result columns are cast to integers (0/1);
 //   - a file holding only comments makes the statement a no-op for that backend;
 //   - a file containing the line "-- sqlock: skip-if-unchanged" is not sent again on the same
@@ -83,6 +83,28 @@ enum class statement : std::size_t {
     async_commit,      ///< commit it
     record_clock_step, ///< $1 observer $2 step_ms: a step of the server's clock was noticed
     list_clock_steps,  ///< $1 limit -> rows (seen_at, observer, step_ms, age_ms), newest first
+    // scheduled jobs (pool; times are ms since 1970 UTC on the database clock)
+    job_now,           ///< -> 1 row (now_ms)
+    job_touch,         ///< $1 name $2 period_ms (0: keep): create/refresh the job row
+    job_stale,         ///< $1 name $2 own token -> rows (token) of other attempts still running
+    job_recent,        ///< $1 name $2..$3 anchor range (ms) -> rows (slot slot_fired_ms outcome
+                       ///<   token owner host pid): attempts of slots anchored in that range
+    job_slot_runs,     ///< $1 name $2 slot -> the same columns, for one caller-named slot
+    job_skip,          ///< $1 name: count a skipped firing
+    job_start,         ///< $1 name $2 token $3 slot $4 owner $5 host $6 pid $7 period_ms
+                       ///<   $8 slot_fired_ms (NULL: now)
+                       ///<   -> affected rows (fenced: 0 when the lease is no longer ours)
+    job_finish,        ///< $1 name $2 token $3 outcome $4 exit|NULL $5 signal|NULL $6 message
+                       ///<   -> affected rows (only a running attempt changes)
+    job_finish_fenced, ///< the same, recorded only while the lease with token $2 is held
+    job_run_get,       ///< $1 name $2 token -> 0..1 row (started_ms ended_ms duration_ms outcome)
+    job_count,         ///< $1 name $2 outcome $3 started_ms $4 duration_ms $5 ended_ms
+    job_history,       ///< $1 name $2 limit -> rows (token slot owner host pid period_ms
+                       ///<   started_ms ended_ms duration_ms exit_status term_signal outcome
+                       ///<   message now_ms), newest first
+    job_list,          ///< -> rows (see job_info; running_since_ms, now_ms last)
+    job_prune,         ///< $1 batch $2 keep_ms -> affected rows
+    job_prune_count,   ///< $1 keep_ms -> 1 row (count)
     count_
 };
 
@@ -130,6 +152,21 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "async_commit",
     "record_clock_step",
     "list_clock_steps",
+    "job_now",
+    "job_touch",
+    "job_stale",
+    "job_recent",
+    "job_slot_runs",
+    "job_skip",
+    "job_start",
+    "job_finish",
+    "job_finish_fenced",
+    "job_run_get",
+    "job_count",
+    "job_history",
+    "job_list",
+    "job_prune",
+    "job_prune_count",
 };
 
 // A statement added to the enum without a file name here would silently get an empty name.

@@ -33,7 +33,10 @@ usage: sqlock [--url URL] COMMAND [OPTIONS]
 
 commands:
   migrate   create or upgrade the lock tables (--print: the DDL; --status: versions)
-  run       run a command while holding a lock (flock(1) for a fleet)
+  run       run a command while holding a lock (flock(1) for a fleet); with --once-per,
+            at most one successful run per period across the fleet (scheduled jobs)
+  history   the run ledger of a scheduled job (--json)
+  check     Nagios-style check: did job NAME succeed recently enough? (--max-age D)
   status    who holds what, since when, until when (also: list; --json, --prometheus)
   reap      delete expired lock rows in small batches (for cron / systemd timers)
   release   break-glass: release someone else's lock (--force)
@@ -50,7 +53,9 @@ global options (before or after COMMAND):
 exit codes: 0 ok; 1 release: nothing to release; 64 bad usage; 69 database unreachable or
             login failed; 70 other error; 75 lock not granted within --wait; 76 lock lost
             while the command ran; 78 lock tables missing or of another version (migrate).
-            `sqlock run` otherwise exits with the command's status (128+N if killed by signal N).
+            `sqlock run` otherwise exits with the command's status (128+N if killed by signal N);
+            `run --once-per` exits 0 (or --skipped-exit N) when the slot was already done.
+            `check` uses Nagios codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
 durations: 500ms, 30s, 10m, 2h, 1d, or a bare number of seconds.
 )";
 
@@ -64,6 +69,8 @@ each migration as applied or pending.
 
 constexpr const char* run_help =
     R"(usage: sqlock [--url URL] run NAME [--strategy S] [--ttl D] [--wait D] [--grace D] [--no-renew] -- CMD [ARGS...]
+       sqlock [--url URL] run NAME --once-per PERIOD [--slot KEY] [--skipped-exit N] [--verbose]
+                          [--strategy S] [--ttl D] [--wait D] [--grace D] -- CMD [ARGS...]
 
 Acquires lock NAME, runs CMD with the grant's fencing token in $SQLOCK_TOKEN (and the name in
 $SQLOCK_NAME), releases the lock when CMD exits, and exits with CMD's status.
@@ -79,10 +86,50 @@ $SQLOCK_NAME), releases the lock when CMD exits, and exits with CMD's status.
   --no-renew     do not renew: the lock is lost (and CMD stopped) once --ttl has passed
 
 SIGINT, SIGTERM and SIGHUP are passed on to CMD.
+
+Scheduled jobs (every host fires NAME from its own cron or timer; README "Scheduled jobs on a
+fleet"): CMD succeeds at most once per slot across the fleet, for clock and cron skew below
+PERIOD/2, on the database clock. A firing belongs to the slot whose opening firing fired less
+than PERIOD/2 before or after it; a host that fires while a run of its slot is in progress
+waits for the outcome: success -> CMD does not run here; failure, loss, or a crashed runner
+whose lease ran out -> this host takes the slot over and runs CMD. Every attempt is recorded
+(sqlock history NAME); CMD gets $SQLOCK_SLOT besides $SQLOCK_TOKEN and $SQLOCK_NAME.
+  --once-per P       the period, 1s to 366d
+  --slot KEY         name the slot yourself ("2026-11-22"): done once any run with KEY succeeded
+                     (with or without --once-per; then --once-per only feeds status and check)
+  --wait D           how long to wait for a run in progress elsewhere (default: PERIOD; forever
+                     with --slot alone). Not granted in time: exit 75, CMD did not run
+  --skipped-exit N   exit status when the slot was already done (default 0: cron stays quiet)
+  --verbose          say on stderr what was decided (skipped, ran, took over)
+--once-per needs a lease strategy (unique_key, optimistic_version) and renewal (no --no-renew).
+)";
+
+constexpr const char* history_help =
+    R"(usage: sqlock [--url URL] history NAME [--limit N] [--json]
+
+The run ledger of scheduled job NAME (sqlock run --once-per), newest first (default 20 rows):
+slot, outcome (running, succeeded, failed, lost, abandoned), host:pid, fencing token, start on
+the database clock, duration and exit status or signal. Skipped firings are only counted.
+An abandoned attempt's end (and duration) is when a later holder of the job's lock found it.
+  --json   an array; each object has exactly: name, slot, token, owner, host, pid, period_ms,
+           started_at (UTC "YYYY-MM-DDTHH:MM:SS.mmmZ"), started_ms, ended_ms, duration_ms,
+           exit_status, signal (null when none), outcome, message. *_ms are integers (ms since
+           1970 for times), null while running.
+)";
+
+constexpr const char* check_help =
+    R"(usage: sqlock [--url URL] check NAME [--max-age D] [--warn-age D]
+
+A monitoring check (Nagios/Icinga plugin conventions) for scheduled job NAME. One line on
+stdout, with performance data. Exit:
+  0 OK        the last success started at most --max-age ago (and the last attempt succeeded)
+  1 WARNING   older than --warn-age, or the last attempt failed / was lost / abandoned
+  2 CRITICAL  no success within --max-age (default: 1.5 x the job's period), or never
+  3 UNKNOWN   the job never fired, the database cannot be read, or bad usage
 )";
 
 constexpr const char* list_help =
-    R"(usage: sqlock [--url URL] status [--json | --prometheus] [--expired] [--name GLOB]
+    R"(usage: sqlock [--url URL] status [--json | --prometheus] [--expired] [--jobs] [--name GLOB]
        sqlock [--url URL] list   (the same, without the summary line)
 
 For every lock row: name, fencing token, hold count, strategy, holder (host:pid), how long it
@@ -97,27 +144,41 @@ select_for_update holders are shown where the server tells (PostgreSQL).
   --prometheus  the Prometheus text format, for node_exporter's textfile collector:
                 sqlock_locks_held{strategy}, sqlock_locks_expired,
                 sqlock_oldest_lock_age_seconds, sqlock_lock_rows,
-                sqlock_clock_steps_recent, sqlock_clock_step_last_seconds
-The summary line of `status` is followed by a "clock:" line when sqlock processes noticed the
-database server's clock step in the last 24 hours (connect_options::clock_step_threshold).
+                sqlock_clock_steps_recent, sqlock_clock_step_last_seconds, and per scheduled
+                job: sqlock_job_last_success_timestamp_seconds, sqlock_job_last_duration_seconds,
+                sqlock_job_last_outcome{outcome}, sqlock_job_runs_total{outcome},
+                sqlock_job_period_seconds, sqlock_job_running_seconds, sqlock_job_overdue
+status (text) also lists scheduled jobs: period, last success and its age, last outcome,
+whether the current slot is done, overdue (no success within 1.5 periods), running for. Its
+summary line is followed by a "clock:" line when sqlock processes noticed the database server's
+clock step in the last 24 hours (connect_options::clock_step_threshold).
+  --jobs        status: only the scheduled jobs; with --json an array of objects with exactly:
+                name, period_ms, first_fired_ms, last_fired_ms, last_outcome, last_started_ms,
+                last_duration_ms, last_success_started_ms, last_success_age_ms (null: never),
+                slot_done, overdue (bools), running_since_ms (null: none), succeeded, failed,
+                lost, abandoned, skipped, now_ms (times: ms since 1970 UTC, database clock)
 )";
 
 constexpr const char* reap_help =
     R"(usage: sqlock [--url URL] reap [--dry-run] [--older-than D] [--batch N] [--settle D]
-                          [--json]
+                          [--keep-history D] [--json]
 
 Deletes expired lock rows (by the database clock) in batches of N (default 1000), each batch
 one short statement: never a long table lock, never a live lease. Released rows go at once;
 a lease that was never released (its holder crashed) only after this run has seen it unchanged
 for its TTL, so that no step of the database's clock can make the reaper end a live lease:
 the run waits up to --settle for that (default 1m); longer leases are left for a later run and
-counted as deferred. Safe on several hosts at once.
+counted as deferred. Then prunes the run ledger of scheduled jobs (run --once-per) past
+--keep-history, in batches too. Safe on several hosts at once.
   --older-than D  grace: only rows expired for at least D (default 0)
   --settle D      wait up to D for expired-looking leases to prove abandoned (default 1m)
+  --keep-history D  run-ledger retention (default 90d, at least 1d): attempts of scheduled jobs
+                  that started longer ago, and longer ago than their job's period, are deleted
   --dry-run       count what would be deleted; delete nothing
   --json          {"deleted", "expired", "deferred", "batches", "dry_run", "older_than_ms",
-                   "batch", "elapsed_ms"}: integers, except dry_run (bool); "expired" is the
-                   dry-run count
+                   "batch", "elapsed_ms", "history_deleted", "history_expired",
+                   "keep_history_ms"}: integers, except dry_run (bool); "expired" and
+                   "history_expired" are the dry-run counts
 Exit 0 when done; 69/70/78 on errors (see sqlock --help).
 )";
 
@@ -279,6 +340,165 @@ std::vector<std::string> child_environment(const std::string& token, const std::
     return env;
 }
 
+/// Runs `exec` with environment `env` as a child, passing SIGINT/SIGTERM/SIGHUP on to it, and
+/// waits for it. When `lost` turns true (its setter writes to g_wakeup_pipe), the child gets
+/// SIGTERM, then SIGKILL after `grace`. Returns the waitpid() status, or -1 when fork or wait
+/// failed (`failure` says why).
+int supervise(const std::vector<std::string>& exec, std::vector<std::string> env_storage,
+              std::chrono::milliseconds grace, const std::atomic<bool>& lost,
+              std::string& failure) {
+    std::vector<char*> child_argv;
+    for (const auto& e : exec)
+        child_argv.push_back(const_cast<char*>(e.c_str()));
+    child_argv.push_back(nullptr);
+    std::vector<char*> child_env;
+    for (auto& e : env_storage)
+        child_env.push_back(e.data());
+    child_env.push_back(nullptr);
+    const std::string exec_failed = "sqlock: cannot run " + exec[0] + "\n";
+
+    struct sigaction sa {};
+    sa.sa_handler = forward_signal;
+    sigemptyset(&sa.sa_mask);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP})
+        sigaction(sig, &sa, nullptr);
+    struct sigaction chld {};
+    chld.sa_handler = on_sigchld;
+    sigemptyset(&chld.sa_mask);
+    chld.sa_flags = SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &chld, nullptr);
+
+    const pid_t child = fork();
+    if (child < 0) {
+        failure = std::string("fork failed: ") + std::strerror(errno);
+        return -1;
+    }
+    if (child == 0) {
+        struct sigaction dfl {};
+        dfl.sa_handler = SIG_DFL;
+        for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD})
+            sigaction(sig, &dfl, nullptr);
+        execvpe(child_argv[0], child_argv.data(), child_env.data());
+        const int err = errno;
+        [[maybe_unused]] const auto n = write(2, exec_failed.data(), exec_failed.size());
+        _exit(err == ENOENT ? 127 : 126);
+    }
+    g_child = child;
+
+    // Wait for the command; if the lock is lost meanwhile, stop it: SIGTERM, then SIGKILL after
+    // the grace period.
+    int status = 0;
+    std::optional<std::chrono::steady_clock::time_point> kill_at;
+    for (;;) {
+        const pid_t done = waitpid(child, &status, WNOHANG);
+        if (done == child)
+            break;
+        if (done < 0 && errno != EINTR) {
+            failure = std::string("waitpid failed: ") + std::strerror(errno);
+            status = -1;
+            break;
+        }
+        if (lost && !kill_at) {
+            kill(child, SIGTERM);
+            kill_at = std::chrono::steady_clock::now() + grace;
+        }
+        int timeout_ms = -1;
+        if (kill_at) {
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+                *kill_at - std::chrono::steady_clock::now());
+            if (left.count() <= 0) {
+                kill(child, SIGKILL);
+                kill_at = std::chrono::steady_clock::time_point::max();
+            } else {
+                timeout_ms = static_cast<int>(std::min<long long>(left.count(), 60'000));
+            }
+        }
+        pollfd pfd{g_wakeup_pipe[0], POLLIN, 0};
+        poll(&pfd, 1, timeout_ms);
+        char drain[64];
+        while (read(g_wakeup_pipe[0], drain, sizeof drain) > 0) {
+        }
+    }
+    g_child = 0;
+    return status;
+}
+
+void open_wakeup_pipe() {
+    if (pipe2(g_wakeup_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+}
+
+/// `sqlock run NAME --once-per PERIOD` / `--slot KEY`: the job path (sqlock::job).
+struct job_run_args {
+    std::string name;
+    sqlock::job_options job;
+    std::chrono::milliseconds grace{};
+    int skipped_exit = 0;
+    bool verbose = false;
+};
+
+int run_job(const options& o, job_run_args a) {
+    open_wakeup_pipe();
+    auto db = open(o);
+    sqlock::job j(db, a.name, a.job);
+    std::atomic<bool> lost{false};
+    int raw_status = 0;
+    const auto r = j.run_reporting([&](const sqlock::job_context& ctx) {
+        // The grant's stop token: requested when the lock is lost; wakes the supervisor.
+        std::stop_callback on_stop(ctx.stop, [&] {
+            lost = true;
+            const char c = 'l';
+            [[maybe_unused]] const auto n = write(g_wakeup_pipe[1], &c, 1);
+        });
+        auto env = child_environment(std::to_string(ctx.token), a.name);
+        std::erase_if(env, [](const std::string& e) { return e.starts_with("SQLOCK_SLOT="); });
+        env.push_back("SQLOCK_SLOT=" + ctx.slot);
+        std::string failure;
+        raw_status = supervise(o.exec, std::move(env), a.grace, lost, failure);
+        sqlock::job_report rep;
+        if (raw_status < 0) {
+            rep.exit_status = exit_software;
+            rep.message = failure;
+        } else if (WIFEXITED(raw_status)) {
+            rep.exit_status = WEXITSTATUS(raw_status);
+        } else if (WIFSIGNALED(raw_status)) {
+            rep.signal = WTERMSIG(raw_status);
+        }
+        if (rep.exit_status != 0 || rep.signal != 0)
+            rep.message =
+                rep.message.empty() ? "the command " + o.exec[0] + " failed" : rep.message;
+        return rep;
+    });
+    switch (r.outcome) {
+    case sqlock::job_outcome::skipped:
+        // Silent by default: cron mails whatever a job prints.
+        if (a.verbose)
+            std::cerr << "sqlock: job \"" << a.name << "\": slot " << r.slot << " already done by "
+                      << r.done_by_host << ":" << r.done_by_pid << " (token " << r.done_by_token
+                      << "); not running it\n";
+        return a.skipped_exit;
+    case sqlock::job_outcome::not_granted:
+        std::cerr << "sqlock: job \"" << a.name << "\": another run held its lock for longer than "
+                  << "--wait; the command did not run\n";
+        return exit_timeout;
+    case sqlock::job_outcome::lost:
+        std::cerr << "sqlock: job \"" << a.name << "\": the lock was lost (" << r.message
+                  << "); the attempt is recorded as lost\n";
+        return exit_lock_lost;
+    case sqlock::job_outcome::succeeded:
+        if (a.verbose)
+            std::cerr << "sqlock: job \"" << a.name << "\": slot " << r.slot << " done (token "
+                      << r.token << (r.takeover ? ", took over after a failed attempt" : "")
+                      << ")\n";
+        return exit_ok;
+    default:
+        if (a.verbose)
+            std::cerr << "sqlock: job \"" << a.name << "\": slot " << r.slot
+                      << " failed; another firing of the slot may take it over\n";
+        return raw_status < 0 ? exit_software : status_of(raw_status);
+    }
+}
+
 int cmd_run(const options& o) {
     if (o.args.empty())
         throw usage_error("run: missing lock NAME");
@@ -287,6 +507,11 @@ int cmd_run(const options& o) {
     mo.renew = true;
     std::chrono::milliseconds grace = std::chrono::seconds(10);
     std::optional<std::chrono::milliseconds> wait;
+    std::optional<std::chrono::milliseconds> once_per;
+    std::string slot;
+    bool strategy_given = false;
+    std::optional<int> skipped_exit;
+    bool verbose = false;
     for (std::size_t i = 1; i < o.args.size(); ++i) {
         const auto& a = o.args[i];
         auto value = [&]() -> std::string {
@@ -294,9 +519,10 @@ int cmd_run(const options& o) {
                 throw usage_error(a + " needs a value");
             return o.args[++i];
         };
-        if (a == "--strategy")
+        if (a == "--strategy") {
             mo.strategy = sqlock::parse_strategy(value());
-        else if (a == "--ttl")
+            strategy_given = true;
+        } else if (a == "--ttl")
             mo.ttl = duration_arg(a, value());
         else if (a == "--wait")
             wait = duration_arg(a, value());
@@ -304,14 +530,54 @@ int cmd_run(const options& o) {
             grace = duration_arg(a, value());
         else if (a == "--no-renew")
             mo.renew = false;
+        else if (a == "--once-per")
+            once_per = duration_arg(a, value());
+        else if (a == "--slot") {
+            slot = value();
+            if (slot.empty())
+                throw usage_error("--slot: the slot key must not be empty");
+        } else if (a == "--skipped-exit") {
+            const auto v = value();
+            int n = -1;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec != std::errc{} || end != v.data() + v.size() || n < 0 || n > 255)
+                throw usage_error("--skipped-exit: \"" + v + "\" is not an exit status (0-255)");
+            skipped_exit = n;
+        } else if (a == "--verbose" || a == "-v")
+            verbose = true;
         else
             throw usage_error("run: unknown option " + a);
     }
     if (o.exec.empty())
         throw usage_error("run: missing \"-- CMD\" to run under the lock");
 
-    if (pipe2(g_wakeup_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-        throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    if (once_per || !slot.empty()) {
+        // Checked before connecting, so a typo is a usage error (64) even when the database is
+        // down.
+        if (once_per && (*once_per < sqlock::min_job_period || *once_per > sqlock::max_job_period))
+            throw usage_error("--once-per: the period must be between 1s and 366d, got " +
+                              std::to_string(once_per->count()) + " ms");
+        if (!mo.renew)
+            throw usage_error("--once-per/--slot cannot be used with --no-renew: a lease that "
+                              "runs out while the job runs lets another host run it too");
+        if (strategy_given && mo.strategy == sqlock::strategy::select_for_update)
+            throw usage_error("--once-per/--slot need a lease strategy (unique_key or "
+                              "optimistic_version): the run ledger is fenced by the lease");
+        job_run_args ja;
+        ja.name = name;
+        ja.job.period = once_per.value_or(std::chrono::milliseconds(0));
+        ja.job.slot = slot;
+        ja.job.wait = wait;
+        ja.job.lock = mo;
+        ja.grace = grace;
+        ja.skipped_exit = skipped_exit.value_or(0);
+        ja.verbose = verbose;
+        return run_job(o, std::move(ja));
+    }
+    if (skipped_exit || verbose)
+        throw usage_error("--skipped-exit and --verbose need --once-per or --slot");
+
+    open_wakeup_pipe();
     std::atomic<bool> lost{false};
     std::string lost_message;
     std::mutex lost_mutex;
@@ -348,80 +614,11 @@ int cmd_run(const options& o) {
         return exit_timeout;
     }
 
-    std::vector<char*> child_argv;
-    for (const auto& e : o.exec)
-        child_argv.push_back(const_cast<char*>(e.c_str()));
-    child_argv.push_back(nullptr);
-    auto env_storage = child_environment(std::to_string(m.token()), name);
-    std::vector<char*> child_env;
-    for (auto& e : env_storage)
-        child_env.push_back(e.data());
-    child_env.push_back(nullptr);
-    const std::string exec_failed = "sqlock: cannot run " + o.exec[0] + "\n";
-
-    struct sigaction sa {};
-    sa.sa_handler = forward_signal;
-    sigemptyset(&sa.sa_mask);
-    for (const int sig : {SIGINT, SIGTERM, SIGHUP})
-        sigaction(sig, &sa, nullptr);
-    struct sigaction chld {};
-    chld.sa_handler = on_sigchld;
-    sigemptyset(&chld.sa_mask);
-    chld.sa_flags = SA_NOCLDSTOP;
-    sigaction(SIGCHLD, &chld, nullptr);
-
-    const pid_t child = fork();
-    if (child < 0) {
-        std::cerr << "sqlock: fork failed: " << std::strerror(errno) << "\n";
-        m.unlock();
-        return exit_software;
-    }
-    if (child == 0) {
-        struct sigaction dfl {};
-        dfl.sa_handler = SIG_DFL;
-        for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD})
-            sigaction(sig, &dfl, nullptr);
-        execvpe(child_argv[0], child_argv.data(), child_env.data());
-        const int err = errno;
-        [[maybe_unused]] const auto n = write(2, exec_failed.data(), exec_failed.size());
-        _exit(err == ENOENT ? 127 : 126);
-    }
-    g_child = child;
-
-    // Wait for the command; if the lock is lost meanwhile, stop it: SIGTERM, then SIGKILL after
-    // the grace period.
-    int status = 0;
-    std::optional<std::chrono::steady_clock::time_point> kill_at;
-    for (;;) {
-        const pid_t done = waitpid(child, &status, WNOHANG);
-        if (done == child)
-            break;
-        if (done < 0 && errno != EINTR) {
-            status = -1;
-            break;
-        }
-        if (lost && !kill_at) {
-            kill(child, SIGTERM);
-            kill_at = std::chrono::steady_clock::now() + grace;
-        }
-        int timeout_ms = -1;
-        if (kill_at) {
-            const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-                *kill_at - std::chrono::steady_clock::now());
-            if (left.count() <= 0) {
-                kill(child, SIGKILL);
-                kill_at = std::chrono::steady_clock::time_point::max();
-            } else {
-                timeout_ms = static_cast<int>(std::min<long long>(left.count(), 60'000));
-            }
-        }
-        pollfd pfd{g_wakeup_pipe[0], POLLIN, 0};
-        poll(&pfd, 1, timeout_ms);
-        char drain[64];
-        while (read(g_wakeup_pipe[0], drain, sizeof drain) > 0) {
-        }
-    }
-    g_child = 0;
+    std::string failure;
+    const int status =
+        supervise(o.exec, child_environment(std::to_string(m.token()), name), grace, lost, failure);
+    if (status < 0)
+        std::cerr << "sqlock: " << failure << "\n";
     m.unlock();
     if (!lost && m.last_loss() != sqlock::loss_reason::none) {
         // Found only at release (say, force-released by an operator): the command may have
@@ -436,8 +633,8 @@ int cmd_run(const options& o) {
                   << lost_message << ")\n";
         return exit_lock_lost;
     }
-    if (const auto failure = m.last_error(); !failure.empty())
-        std::cerr << "sqlock: warning: " << failure << "\n";
+    if (const auto failure_msg = m.last_error(); !failure_msg.empty())
+        std::cerr << "sqlock: warning: " << failure_msg << "\n";
     return status < 0 ? exit_software : status_of(status);
 }
 
@@ -509,10 +706,144 @@ void print_prometheus(const std::vector<sqlock::lock_info>& locks,
               << "\n";
 }
 
+/// Prometheus label value: backslash, quote and newline escaped.
+std::string label_value(std::string_view v) {
+    std::string out;
+    for (const char c : v) {
+        if (c == '\\' || c == '"')
+            out += '\\';
+        if (c == '\n')
+            out += "\\n";
+        else
+            out += c;
+    }
+    return out;
+}
+
+void print_prometheus_jobs(const std::vector<sqlock::job_info>& jobs) {
+    const auto each = [&](const char* metric, const char* help, const char* type, auto value) {
+        std::cout << "# HELP " << metric << " " << help << "\n# TYPE " << metric << " " << type
+                  << "\n";
+        for (const auto& j : jobs)
+            value(j, "job=\"" + label_value(j.name) + "\"");
+    };
+    // Exact decimal seconds: a double printed by iostream would lose a timestamp's digits.
+    const auto secs = [](std::int64_t ms) {
+        char buf[48];
+        std::snprintf(buf, sizeof buf, "%s%lld.%03lld", ms < 0 ? "-" : "",
+                      static_cast<long long>(std::abs(ms) / 1000),
+                      static_cast<long long>(std::abs(ms) % 1000));
+        return std::string(buf);
+    };
+    each("sqlock_job_last_success_timestamp_seconds",
+         "Start of the job's last successful run, Unix time on the database clock (0: never).",
+         "gauge", [&](const sqlock::job_info& j, const std::string& l) {
+             std::cout << "sqlock_job_last_success_timestamp_seconds{" << l << "} "
+                       << secs(j.last_success_started_ms) << "\n";
+         });
+    each("sqlock_job_last_duration_seconds", "Duration of the job's last ended attempt.", "gauge",
+         [&](const sqlock::job_info& j, const std::string& l) {
+             std::cout << "sqlock_job_last_duration_seconds{" << l << "} "
+                       << secs(j.last_duration_ms) << "\n";
+         });
+    each("sqlock_job_last_outcome",
+         "1 for the outcome of the job's last ended attempt, 0 for the others.", "gauge",
+         [&](const sqlock::job_info& j, const std::string& l) {
+             for (const char* outcome : {"succeeded", "failed", "lost", "abandoned"})
+                 std::cout << "sqlock_job_last_outcome{" << l << ",outcome=\"" << outcome << "\"} "
+                           << (j.last_outcome == outcome ? 1 : 0) << "\n";
+         });
+    each("sqlock_job_runs_total",
+         "Attempts of the job by outcome; skipped counts firings whose slot was already done.",
+         "counter", [&](const sqlock::job_info& j, const std::string& l) {
+             const std::pair<const char*, std::int64_t> counts[] = {{"succeeded", j.succeeded},
+                                                                    {"failed", j.failed},
+                                                                    {"lost", j.lost},
+                                                                    {"abandoned", j.abandoned},
+                                                                    {"skipped", j.skipped}};
+             for (const auto& [outcome, n] : counts)
+                 std::cout << "sqlock_job_runs_total{" << l << ",outcome=\"" << outcome << "\"} "
+                           << n << "\n";
+         });
+    each("sqlock_job_period_seconds", "The job's period (0: caller-named slots).", "gauge",
+         [&](const sqlock::job_info& j, const std::string& l) {
+             std::cout << "sqlock_job_period_seconds{" << l << "} " << secs(j.period_ms) << "\n";
+         });
+    each("sqlock_job_running_seconds",
+         "How long the job's attempt in progress has been running (0: none).", "gauge",
+         [&](const sqlock::job_info& j, const std::string& l) {
+             std::cout << "sqlock_job_running_seconds{" << l << "} "
+                       << (j.running_since_ms ? secs(j.now_ms - *j.running_since_ms) : "0") << "\n";
+         });
+    each("sqlock_job_overdue", "1 when the job had no success within 1.5 periods.", "gauge",
+         [&](const sqlock::job_info& j, const std::string& l) {
+             std::cout << "sqlock_job_overdue{" << l << "} " << (j.overdue() ? 1 : 0) << "\n";
+         });
+}
+
+/// "3h12m", "45.2s": a short human duration.
+std::string human_ms(std::int64_t ms) {
+    char buf[48];
+    const double s = static_cast<double>(ms) / 1000.0;
+    if (ms < 0)
+        return "-" + human_ms(-ms);
+    if (ms < 60'000)
+        std::snprintf(buf, sizeof buf, "%.1fs", s);
+    else if (ms < 3'600'000)
+        std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(ms / 60'000),
+                      static_cast<long long>(ms / 1000 % 60));
+    else if (ms < 86'400'000)
+        std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(ms / 3'600'000),
+                      static_cast<long long>(ms / 60'000 % 60));
+    else
+        std::snprintf(buf, sizeof buf, "%lldd%02lldh", static_cast<long long>(ms / 86'400'000),
+                      static_cast<long long>(ms / 3'600'000 % 24));
+    return buf;
+}
+
+void print_jobs_table(const std::vector<sqlock::job_info>& jobs) {
+    std::cout << "\n" << jobs.size() << " scheduled job" << (jobs.size() == 1 ? "" : "s") << ":\n";
+    std::printf("%-32s %-8s %-14s %-10s %-9s %-8s %s\n", "JOB", "PERIOD", "LAST SUCCESS", "LAST",
+                "SLOT DONE", "OVERDUE", "RUNNING");
+    for (const auto& j : jobs) {
+        const auto age = j.success_age();
+        const std::string success = age ? human_ms(age->count()) + " ago" : "never";
+        const std::string period = j.period_ms > 0 ? human_ms(j.period_ms) : "-";
+        const std::string done = j.period_ms > 0 ? (j.slot_done() ? "yes" : "no") : "-";
+        const std::string overdue = j.period_ms > 0 ? (j.overdue() ? "OVERDUE" : "no") : "-";
+        const std::string running =
+            j.running_since_ms ? "for " + human_ms(j.now_ms - *j.running_since_ms) : "-";
+        std::printf("%-32s %-8s %-14s %-10s %-9s %-8s %s\n", j.name.c_str(), period.c_str(),
+                    success.c_str(), j.last_outcome.empty() ? "-" : j.last_outcome.c_str(),
+                    done.c_str(), overdue.c_str(), running.c_str());
+    }
+}
+
+std::string job_json(const sqlock::job_info& j) {
+    const auto age = j.success_age();
+    std::ostringstream out;
+    out << "{\"name\": " << json_quote(j.name) << ", \"period_ms\": " << j.period_ms
+        << ", \"first_fired_ms\": " << j.first_fired_ms
+        << ", \"last_fired_ms\": " << j.last_fired_ms
+        << ", \"last_outcome\": " << json_quote(j.last_outcome)
+        << ", \"last_started_ms\": " << j.last_started_ms
+        << ", \"last_duration_ms\": " << j.last_duration_ms
+        << ", \"last_success_started_ms\": " << j.last_success_started_ms
+        << ", \"last_success_age_ms\": " << (age ? std::to_string(age->count()) : "null")
+        << ", \"slot_done\": " << (j.slot_done() ? "true" : "false")
+        << ", \"overdue\": " << (j.overdue() ? "true" : "false") << ", \"running_since_ms\": "
+        << (j.running_since_ms ? std::to_string(*j.running_since_ms) : "null")
+        << ", \"succeeded\": " << j.succeeded << ", \"failed\": " << j.failed
+        << ", \"lost\": " << j.lost << ", \"abandoned\": " << j.abandoned
+        << ", \"skipped\": " << j.skipped << ", \"now_ms\": " << j.now_ms << "}";
+    return out.str();
+}
+
 int cmd_status(const options& o) {
     bool json = false;
     bool prometheus = false;
     bool only_expired = false;
+    bool jobs_only = false;
     std::string glob;
     for (std::size_t i = 0; i < o.args.size(); ++i) {
         const auto& a = o.args[i];
@@ -522,15 +853,37 @@ int cmd_status(const options& o) {
             prometheus = true;
         else if (a == "--expired")
             only_expired = true;
+        else if (a == "--jobs" && o.command == "status")
+            jobs_only = true;
         else if (a == "--name" && i + 1 < o.args.size())
             glob = o.args[++i];
         else
             throw usage_error(o.command + ": unknown option " + a);
     }
     auto db = open(o);
+    if (jobs_only) {
+        // The scheduled jobs alone (status --json keeps its array of locks).
+        auto jobs = sqlock::list_jobs(db);
+        std::erase_if(jobs, [&](const sqlock::job_info& j) {
+            return !glob.empty() && fnmatch(glob.c_str(), j.name.c_str(), 0) != 0;
+        });
+        if (!json) {
+            if (jobs.empty())
+                std::cout << "no scheduled jobs in " << db.url() << "\n";
+            else
+                print_jobs_table(jobs);
+            return exit_ok;
+        }
+        std::cout << "[";
+        for (std::size_t i = 0; i < jobs.size(); ++i)
+            std::cout << (i ? ",\n " : "\n ") << job_json(jobs[i]);
+        std::cout << (jobs.empty() ? "]\n" : "\n]\n");
+        return exit_ok;
+    }
     auto locks = db.list();
     if (prometheus) {
         print_prometheus(locks, recent_clock_steps(db));
+        print_prometheus_jobs(sqlock::list_jobs(db));
         return exit_ok;
     }
     std::erase_if(locks, [&](const sqlock::lock_info& l) {
@@ -559,9 +912,21 @@ int cmd_status(const options& o) {
                         last.observer.c_str());
         }
     }
+    // status: the scheduled jobs follow the locks (list shows locks only).
+    const auto print_jobs = [&] {
+        if (o.command != "status" || only_expired)
+            return;
+        auto jobs = sqlock::list_jobs(db);
+        std::erase_if(jobs, [&](const sqlock::job_info& j) {
+            return !glob.empty() && fnmatch(glob.c_str(), j.name.c_str(), 0) != 0;
+        });
+        if (!jobs.empty())
+            print_jobs_table(jobs);
+    };
     if (locks.empty()) {
         if (o.command != "status")
             std::cout << "no locks in " << db.url() << "\n";
+        print_jobs();
         return exit_ok;
     }
     std::printf("%-32s %10s %5s %-18s %-24s %-14s %s\n", "NAME", "TOKEN", "HOLDS", "STRATEGY",
@@ -594,6 +959,7 @@ int cmd_status(const options& o) {
                     static_cast<long long>(l.hold_count), l.strategy.c_str(), holder.c_str(),
                     held_for, expires);
     }
+    print_jobs();
     return exit_ok;
 }
 
@@ -614,6 +980,8 @@ int cmd_reap(const options& o) {
             ro.older_than = duration_arg(a, value());
         else if (a == "--settle")
             ro.settle = duration_arg(a, value());
+        else if (a == "--keep-history")
+            ro.keep_history = duration_arg(a, value());
         else if (a == "--batch") {
             const auto v = value();
             std::size_t n = 0;
@@ -626,6 +994,8 @@ int cmd_reap(const options& o) {
         else
             throw usage_error("reap: unknown option " + a);
     }
+    if (ro.keep_history < std::chrono::hours(24))
+        throw usage_error("--keep-history: the run ledger must be kept at least 1d");
     auto db = open(o);
     const auto start = std::chrono::steady_clock::now();
     const auto r = db.reap(ro);
@@ -636,12 +1006,17 @@ int cmd_reap(const options& o) {
                   << ", \"deferred\": " << r.deferred << ", \"batches\": " << r.batches
                   << ", \"dry_run\": " << (ro.dry_run ? "true" : "false")
                   << ", \"older_than_ms\": " << ro.older_than.count() << ", \"batch\": " << ro.batch
-                  << ", \"elapsed_ms\": " << elapsed.count() << "}\n";
+                  << ", \"elapsed_ms\": " << elapsed.count()
+                  << ", \"history_deleted\": " << r.history_deleted
+                  << ", \"history_expired\": " << r.history_expired
+                  << ", \"keep_history_ms\": " << ro.keep_history.count() << "}\n";
     } else if (ro.dry_run) {
-        std::cout << r.expired << " expired rows would be deleted from " << db.url() << "\n";
+        std::cout << r.expired << " expired rows and " << r.history_expired
+                  << " run-ledger rows would be deleted from " << db.url() << "\n";
     } else {
-        std::cout << "deleted " << r.deleted << " expired rows in " << r.batches << " batches from "
-                  << db.url() << " (" << elapsed.count() << " ms)";
+        std::cout << "deleted " << r.deleted << " expired rows in " << r.batches << " batches and "
+                  << r.history_deleted << " run-ledger rows from " << db.url() << " ("
+                  << elapsed.count() << " ms)";
         if (r.deferred > 0)
             std::cout << "; " << r.deferred
                       << " expired-looking leases deferred (not yet seen unchanged for their TTL)";
@@ -703,6 +1078,160 @@ int cmd_release(const options& o) {
     return r.released ? exit_ok : exit_not_found;
 }
 
+std::string opt_json(const std::optional<std::int64_t>& v) {
+    return v ? std::to_string(*v) : std::string("null");
+}
+
+int cmd_history(const options& o) {
+    if (o.args.empty())
+        throw usage_error("history: missing job NAME");
+    const std::string name = o.args[0];
+    std::size_t limit = 20;
+    bool json = false;
+    for (std::size_t i = 1; i < o.args.size(); ++i) {
+        const auto& a = o.args[i];
+        if (a == "--json") {
+            json = true;
+        } else if (a == "--limit" && i + 1 < o.args.size()) {
+            const auto v = o.args[++i];
+            std::size_t n = 0;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec != std::errc{} || end != v.data() + v.size() || n == 0)
+                throw usage_error("--limit: \"" + v + "\" is not a positive number");
+            limit = n;
+        } else {
+            throw usage_error("history: unknown option " + a);
+        }
+    }
+    auto db = open(o);
+    const auto runs = sqlock::job_history(db, name, limit);
+    if (json) {
+        std::cout << "[";
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            const auto& r = runs[i];
+            std::cout << (i ? ",\n " : "\n ") << "{\"name\": " << json_quote(r.name)
+                      << ", \"slot\": " << json_quote(r.slot) << ", \"token\": " << r.token
+                      << ", \"owner\": " << json_quote(r.owner)
+                      << ", \"host\": " << json_quote(r.host) << ", \"pid\": " << r.pid
+                      << ", \"period_ms\": " << r.period_ms
+                      << ", \"started_at\": " << json_quote(sqlock::format_utc_ms(r.started_ms))
+                      << ", \"started_ms\": " << r.started_ms
+                      << ", \"ended_ms\": " << opt_json(r.ended_ms)
+                      << ", \"duration_ms\": " << opt_json(r.duration_ms) << ", \"exit_status\": "
+                      << (r.exit_status ? std::to_string(*r.exit_status) : "null")
+                      << ", \"signal\": " << (r.signal ? std::to_string(*r.signal) : "null")
+                      << ", \"outcome\": " << json_quote(r.outcome)
+                      << ", \"message\": " << json_quote(r.message) << "}";
+        }
+        std::cout << (runs.empty() ? "]\n" : "\n]\n");
+        return exit_ok;
+    }
+    if (runs.empty()) {
+        std::cout << "no recorded runs of job \"" << name << "\" in " << db.url() << "\n";
+        return exit_ok;
+    }
+    std::printf("%-26s %-10s %-24s %10s %-26s %-10s %s\n", "SLOT", "OUTCOME", "HOST:PID", "TOKEN",
+                "STARTED (UTC, db clock)", "DURATION", "EXIT");
+    for (const auto& r : runs) {
+        const auto who = r.host + ":" + std::to_string(r.pid);
+        const auto duration = r.duration_ms ? human_ms(*r.duration_ms) : std::string("-");
+        const auto exit = r.signal        ? "signal " + std::to_string(*r.signal)
+                          : r.exit_status ? std::to_string(*r.exit_status)
+                                          : std::string("-");
+        std::printf("%-26s %-10s %-24s %10lld %-26s %-10s %s\n", r.slot.c_str(), r.outcome.c_str(),
+                    who.c_str(), static_cast<long long>(r.token),
+                    sqlock::format_utc_ms(r.started_ms).c_str(), duration.c_str(), exit.c_str());
+    }
+    if (const auto jobs = sqlock::list_jobs(db); !jobs.empty()) {
+        for (const auto& j : jobs)
+            if (j.name == name)
+                std::cout << "skipped firings (slot already done): " << j.skipped << "\n";
+    }
+    return exit_ok;
+}
+
+/// Nagios plugin exit codes.
+enum nagios : int { nagios_ok = 0, nagios_warning = 1, nagios_critical = 2, nagios_unknown = 3 };
+
+int check_job(const options& o) {
+    if (o.args.empty())
+        throw usage_error("check: missing job NAME");
+    const std::string name = o.args[0];
+    std::optional<std::chrono::milliseconds> max_age;
+    std::optional<std::chrono::milliseconds> warn_age;
+    for (std::size_t i = 1; i < o.args.size(); ++i) {
+        const auto& a = o.args[i];
+        if (a == "--max-age" && i + 1 < o.args.size())
+            max_age = duration_arg(a, o.args[++i]);
+        else if (a == "--warn-age" && i + 1 < o.args.size())
+            warn_age = duration_arg(a, o.args[++i]);
+        else
+            throw usage_error("check: unknown option " + a);
+    }
+    auto db = open(o);
+    std::optional<sqlock::job_info> job;
+    for (auto& j : sqlock::list_jobs(db))
+        if (j.name == name)
+            job = std::move(j);
+    if (!job) {
+        std::cout << "SQLOCK UNKNOWN - job \"" << name << "\" has never fired in " << db.url()
+                  << "\n";
+        return nagios_unknown;
+    }
+    if (!max_age) {
+        if (job->period_ms <= 0)
+            throw usage_error("check: job \"" + name + "\" has no period: pass --max-age D");
+        max_age = std::chrono::milliseconds(job->period_ms * 3 / 2); // as the alert rule
+    }
+    const auto age = job->success_age();
+    const std::string last = job->last_outcome.empty() ? "none" : job->last_outcome;
+    const auto perf = [&] {
+        std::ostringstream p;
+        p << " | age=" << (age ? age->count() / 1000 : -1) << "s;"
+          << (warn_age ? std::to_string(warn_age->count() / 1000) : "") << ";"
+          << max_age->count() / 1000 << " failed=" << job->failed << "c lost=" << job->lost
+          << "c abandoned=" << job->abandoned << "c";
+        return p.str();
+    };
+    const std::string subject = "job \"" + name + "\": ";
+    if (!age) {
+        std::cout << "SQLOCK CRITICAL - " << subject << "never succeeded (first fired "
+                  << human_ms(job->now_ms - job->first_fired_ms) << " ago, last outcome " << last
+                  << ")" << perf() << "\n";
+        return nagios_critical;
+    }
+    const std::string ago = "last success " + human_ms(age->count()) + " ago";
+    if (*age > *max_age) {
+        std::cout << "SQLOCK CRITICAL - " << subject << ago << ", more than "
+                  << human_ms(max_age->count()) << " (last outcome " << last << ")" << perf()
+                  << "\n";
+        return nagios_critical;
+    }
+    if (warn_age && *age > *warn_age) {
+        std::cout << "SQLOCK WARNING - " << subject << ago << ", more than "
+                  << human_ms(warn_age->count()) << perf() << "\n";
+        return nagios_warning;
+    }
+    if (last != "succeeded" && last != "none") {
+        std::cout << "SQLOCK WARNING - " << subject << ago << ", but the last attempt " << last
+                  << perf() << "\n";
+        return nagios_warning;
+    }
+    std::cout << "SQLOCK OK - " << subject << ago << " (max " << human_ms(max_age->count()) << ")"
+              << perf() << "\n";
+    return nagios_ok;
+}
+
+int cmd_check(const options& o) {
+    // A monitoring plugin: whatever prevents an answer is UNKNOWN (3), never another code.
+    try {
+        return check_job(o);
+    } catch (const std::exception& e) {
+        std::cout << "SQLOCK UNKNOWN - " << e.what() << "\n";
+        return nagios_unknown;
+    }
+}
+
 int exit_code_for(const sqlock::error& e) {
     switch (e.code()) {
     case sqlock::errc::invalid_argument:
@@ -726,7 +1255,8 @@ int main(int argc, char** argv) {
             commands = {
                 {"migrate", {cmd_migrate, migrate_help}}, {"run", {cmd_run, run_help}},
                 {"list", {cmd_status, list_help}},        {"status", {cmd_status, list_help}},
-                {"reap", {cmd_reap, reap_help}},          {"release", {cmd_release, release_help}}};
+                {"reap", {cmd_reap, reap_help}},          {"release", {cmd_release, release_help}},
+                {"history", {cmd_history, history_help}}, {"check", {cmd_check, check_help}}};
         if (o.command == "--version") {
             std::cout << "sqlock " << SQLOCK_VERSION_STRING << "\n";
             return exit_ok;

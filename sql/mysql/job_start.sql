@@ -1,0 +1,9 @@
+-- A new attempt, recorded only while the caller still holds the job's lease with token $2
+-- (fenced): a runner whose lock was taken over meanwhile records nothing and does not run.
+-- $8: the slot's anchor (the opening firing's time; NULL: now).
+-- Affected rows: 1 when recorded (an INSERT always changes what it matches).
+INSERT INTO {job_runs} (name, token, slot, owner, host, pid, period_ms, started_ms,
+                        slot_fired_ms, outcome)
+SELECT $1, $2, $3, $4, $5, $6, $7,
+       (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000), COALESCE($8, (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)), 'running' FROM DUAL
+WHERE {holds}($1, $2) = 1
