@@ -8,5 +8,4 @@ UPDATE {job_runs} SET
     term_signal = $5,
     message     = $6
 WHERE name = $1 AND token = $2 AND outcome = 'running'
-  AND EXISTS (SELECT 1 FROM {locks} WHERE name = $1 AND token = $2 AND owner <> ''
-              AND expires_at > CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER))
+  AND EXISTS (SELECT 1 FROM {locks} WHERE name = $1 AND token = $2 AND owner <> '')

@@ -6,5 +6,4 @@ INSERT INTO {job_runs} (name, token, slot, owner, host, pid, period_ms, started_
                         slot_fired_ms, outcome)
 SELECT $1, $2, $3, $4, $5, $6, $7,
        CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER), COALESCE($8, CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)), 'running'
-WHERE EXISTS (SELECT 1 FROM {locks} WHERE name = $1 AND token = $2 AND owner <> ''
-              AND expires_at > CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER))
+WHERE EXISTS (SELECT 1 FROM {locks} WHERE name = $1 AND token = $2 AND owner <> '')
