@@ -457,8 +457,11 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         if (server_waits && !failed)
             continue; // the server already waited; its wait ended before our deadline
         // Contended: from now on (PostgreSQL) releases wake us instead of the next poll. Started
-        // only here, so uncontended processes never open the listener connection.
-        db.ensure_listener();
+        // only here, so uncontended processes never open the listener connection (nor one
+        // whose attempt failed: a release is not what it waits for, and a server short of
+        // connections would give the listener a slot the attempt needs).
+        if (!failed)
+            db.ensure_listener();
         // Sleep with jittered backoff, but wake at once when the lock may have become free.
         const auto pause = delay.next();
         db.wakeups().wait(impl.m_name, seen, deadline - now < pause ? deadline : now + pause);
