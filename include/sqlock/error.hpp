@@ -58,7 +58,8 @@ private:
 /// (max_connections), 1203 (max_user_connections) or 1226 for an account's
 /// MAX_USER_CONNECTIONS. Such a refusal is temporary: a lock wait retries it until its deadline
 /// (then errc::timeout, still recognised here). A wrong password, an unknown database or an
-/// unreachable host are not "full" (false).
+/// unreachable host are not "full" (false). Also true when libmariadb, over TLS, quotes such a
+/// refusal in a client error (2002/2026).
 bool is_server_full(const error& e) noexcept;
 
 } // namespace sqlock

@@ -50,8 +50,19 @@ bool is_server_full(const error& e) noexcept {
             return std::string_view(e.what()).find("'max_user_connections'") !=
                    std::string_view::npos;
         default:
-            return false;
+            break;
         }
+        // Over TLS, libmariadb may report the server's refusal, sent before the TLS handshake
+        // completed, as a client error (2002/2026) quoting it: "... cannot be verified: 1040 -
+        // Too many connections".
+        if (e.native_code() >= 2000 && e.native_code() < 3000) {
+            const std::string_view text = e.what();
+            return text.find("1040 - ") != std::string_view::npos ||
+                   text.find("1203 - ") != std::string_view::npos ||
+                   (text.find("1226 - ") != std::string_view::npos &&
+                    text.find("'max_user_connections'") != std::string_view::npos);
+        }
+        return false;
     }
     return false;
 }

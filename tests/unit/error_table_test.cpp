@@ -90,6 +90,17 @@ TEST_CASE("a server out of connection slots is told apart from other connection 
     CHECK_FALSE(is_server_full(error(errc::connection, "Access denied", "mysql", 1045, "28000")));
     CHECK_FALSE(is_server_full(error(errc::connection, "Unknown database", "mysql", 1049)));
     CHECK_FALSE(is_server_full(error(errc::connection, "Can't connect", "mysql", 2003)));
+    // libmariadb over TLS quotes the refusal it could not authenticate in a client error.
+    CHECK(is_server_full(error(errc::connection,
+                               "Received error packet before completion of TLS handshake. The "
+                               "authenticity of the following error cannot be verified: 1040 - "
+                               "Too many connections",
+                               "mysql", 2002, "HY000")));
+    CHECK_FALSE(is_server_full(error(errc::connection,
+                                     "Received error packet before completion of TLS handshake. "
+                                     "The authenticity of the following error cannot be "
+                                     "verified: 1045 - Access denied",
+                                     "mysql", 2002, "HY000")));
     // A SQLite code never means a full server; nor does an error without a backend.
     CHECK_FALSE(is_server_full(error(errc::connection, "x", "sqlite", 1040, "53300")));
     CHECK_FALSE(is_server_full(error(errc::connection, "x")));
