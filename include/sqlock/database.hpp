@@ -207,7 +207,9 @@ private:
 ///   sqlite:///absolute/path.db   sqlite:relative/path.db
 /// User and password may be percent-encoded. The first connection is made at once, so a wrong
 /// password or an unreachable server is reported here (errc::connection, within
-/// options.connect_timeout); malformed URLs and unknown schemes give errc::invalid_argument.
+/// options.connect_timeout), and so is a server without a free connection slot (errc::connection,
+/// is_server_full(): not retried here; lock waits and `sqlock run --wait` wait it out);
+/// malformed URLs and unknown schemes give errc::invalid_argument.
 database connect(std::string_view url, const connect_options& options = {});
 
 /// The DDL that migrate() would apply from scratch for `url`'s backend and options, built

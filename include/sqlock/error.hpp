@@ -52,4 +52,14 @@ private:
     std::string m_sqlstate;
 };
 
+/// True when `e` says the database server refused a connection for lack of free connection
+/// slots: PostgreSQL SQLSTATE 53300 ("sorry, too many clients already", "remaining connection
+/// slots are reserved...", "too many connections for role/database"), MariaDB/MySQL 1040
+/// (max_connections), 1203 (max_user_connections) or 1226 for an account's
+/// MAX_USER_CONNECTIONS. Such a refusal is temporary: a lock wait retries it until its deadline
+/// (then errc::timeout, still recognised here). A wrong password, an unknown database or an
+/// unreachable host are not "full" (false). Also true when libmariadb, over TLS, quotes such a
+/// refusal in a client error (2002/2026).
+bool is_server_full(const error& e) noexcept;
+
 } // namespace sqlock

@@ -105,11 +105,17 @@ public:
 
     /// Blocks until the lock is granted. Throws sqlock::error on a non-retryable failure
     /// (lock table missing, a re-entrant lock of a lease that was lost...); connection
-    /// trouble while waiting is retried.
+    /// trouble while waiting is retried. A server that refuses connections for lack of free
+    /// slots (is_server_full()) is waited out: retried with jittered backoff, a random pause
+    /// in [d/2, 3d/2) with d from 50 ms doubling to 2 s.
     void lock();
-    /// One attempt; true when granted (or re-entered). Throws like lock().
+    /// One attempt; true when granted (or re-entered). Throws like lock(); a server without a
+    /// free connection slot is reported at once (errc::connection, is_server_full()).
     bool try_lock();
     /// Retries until granted or `rel` has elapsed (steady clock). Returns false on timeout.
+    /// A server without free connection slots is waited out as in lock(); when it still
+    /// refused connections at the deadline, throws errc::timeout (at the deadline, not
+    /// before) whose message says so and how to fix it, and for which is_server_full() is true.
     template <class Rep, class Period>
     bool try_lock_for(const std::chrono::duration<Rep, Period>& rel) {
         return try_lock_until_steady(std::chrono::steady_clock::now() +

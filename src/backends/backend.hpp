@@ -22,6 +22,24 @@ std::unique_ptr<session> open_mysql_session(const connection_config& config,
 std::unique_ptr<session> open_sqlite_session(const connection_config& config,
                                              const sql_catalog& catalog);
 
+/// Appended to the message of a connection refused for lack of server slots (is_server_full):
+/// what it means and what to do about it.
+inline constexpr std::string_view postgres_full_hint =
+    "; the server is at its connection limit (max_connections, or a role's or database's "
+    "CONNECTION LIMIT): raise the limit, or put a connection pooler such as PgBouncer in front "
+    "of it";
+inline constexpr std::string_view mysql_full_hint =
+    "; the server is at its connection limit (max_connections, or max_user_connections / an "
+    "account's MAX_USER_CONNECTIONS): raise the limit, or put a connection pooler such as "
+    "ProxySQL in front of it";
+
+/// PostgreSQL reports a failed connection attempt as libpq text only (no SQLSTATE reaches the
+/// client). True when that text is one of the server's "no free connection slot" refusals, all
+/// SQLSTATE 53300 too_many_connections (PostgreSQL 15: "sorry, too many clients already",
+/// "remaining connection slots are reserved for ...", "too many connections for role/database
+/// ..."). The server's untranslated (lc_messages C/English) texts are recognised.
+bool postgres_refused_for_capacity(std::string_view libpq_message) noexcept;
+
 /// Quotes an (already validated) identifier for the backend: "x" or `x`.
 std::string quote_identifier(backend_kind kind, std::string_view identifier);
 

@@ -37,4 +37,34 @@ bool error::retryable() const noexcept {
     return m_code == errc::connection || m_code == errc::timeout || m_code == errc::conflict;
 }
 
+bool is_server_full(const error& e) noexcept {
+    if (e.backend() == "postgresql")
+        return e.sqlstate() == "53300"; // too_many_connections: every "no free slot" refusal
+    if (e.backend() == "mysql") {
+        switch (e.native_code()) {
+        case 1040: // ER_CON_COUNT_ERROR: max_connections
+        case 1203: // ER_TOO_MANY_USER_CONNECTIONS: the max_user_connections variable
+            return true;
+        case 1226: // ER_USER_LIMIT_REACHED: an account limit; only its connection count is
+                   // freed by others disconnecting (not max_questions, ..._per_hour)
+            return std::string_view(e.what()).find("'max_user_connections'") !=
+                   std::string_view::npos;
+        default:
+            break;
+        }
+        // Over TLS, libmariadb may report the server's refusal, sent before the TLS handshake
+        // completed, as a client error (2002/2026) quoting it: "... cannot be verified: 1040 -
+        // Too many connections".
+        if (e.native_code() >= 2000 && e.native_code() < 3000) {
+            const std::string_view text = e.what();
+            return text.find("1040 - ") != std::string_view::npos ||
+                   text.find("1203 - ") != std::string_view::npos ||
+                   (text.find("1226 - ") != std::string_view::npos &&
+                    text.find("'max_user_connections'") != std::string_view::npos);
+        }
+        return false;
+    }
+    return false;
+}
+
 } // namespace sqlock

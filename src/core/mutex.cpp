@@ -5,6 +5,7 @@
 #include "strategies/strategy.hpp"
 
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -129,6 +130,49 @@ private:
     std::chrono::milliseconds m_next;
     std::chrono::milliseconds m_max;
 };
+
+/// Backoff while the server refuses connections for lack of slots (is_server_full): a random
+/// pause in [d/2, 3d/2), d from 50 ms doubling to 2 s. Slower than the lock's polling, so that
+/// a crowd of waiters does not hammer a full server with connection attempts, and jittered so
+/// that they do not come back in step when a slot frees up.
+class full_server_backoff {
+public:
+    std::chrono::microseconds next() {
+        thread_local std::mt19937_64 rng{std::random_device{}()};
+        const auto base = std::chrono::duration_cast<std::chrono::microseconds>(m_next);
+        std::uniform_int_distribution<std::int64_t> jitter(0, base.count());
+        m_next = std::min(m_next * 2, max);
+        return base / 2 + std::chrono::microseconds(jitter(rng));
+    }
+    void reset() noexcept { m_next = min; }
+
+    static constexpr std::chrono::milliseconds min{50};
+    static constexpr std::chrono::milliseconds max{2000};
+
+private:
+    std::chrono::milliseconds m_next = min;
+};
+
+/// "1.5 s", for messages.
+std::string seconds_text(std::chrono::steady_clock::duration d) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(ms) / 1000);
+    return text;
+}
+
+/// The deadline of a lock wait passed while the server refused connections for lack of slots:
+/// errc::timeout that says so (and keeps the refusal's backend, code and SQLSTATE, so that
+/// is_server_full() still recognises it). `last` carries the fix (raise the limit, a pooler).
+error server_full_timeout(const std::string& name, const error& last,
+                          std::chrono::steady_clock::duration refused_for) {
+    return error(errc::timeout,
+                 "lock \"" + name +
+                     "\" was not granted in time: the database server refused "
+                     "new connections for " +
+                     seconds_text(refused_for) + " until the deadline (" + last.what() + ")",
+                 last.backend(), last.native_code(), last.sqlstate());
+}
 
 /// A grant's local lease starts at the send time of the statement that confirmed it. When that
 /// statement waited (a row-lock wait, an acquire queued in the server, a slow reply) the grant
@@ -340,9 +384,15 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
     }
 
     detail::backoff delay(impl.m_options.retry_min, impl.m_options.retry_max);
+    detail::full_server_backoff full_delay;
+    // Since when the server has refused every connection for lack of slots (unset while it
+    // takes them), and its last refusal.
+    std::optional<std::chrono::steady_clock::time_point> refused_since;
+    std::optional<error> refusal;
     detail::attempt_state attempts; // a place in a server-side queue: left when we return
     attempts.queue_first = impl.m_contended.load(std::memory_order_relaxed);
     for (;;) {
+        bool failed = false;
         db.count_acquire_attempt();
         const auto seen = db.wakeups().generation(impl.m_name);
         try {
@@ -372,19 +422,46 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
                 return true;
             }
         } catch (const error& e) {
-            // Connection trouble and conflicts are worth another try while time remains;
-            // anything else (missing table, bad input) will not get better by waiting.
-            if (!e.retryable() || std::chrono::steady_clock::now() >= deadline)
-                throw;
+            if (is_server_full(e)) {
+                // No free connection slot on the server (DESIGN §12): it frees up as other
+                // clients disconnect, so a caller with time left waits it out. try_lock()
+                // (no time to wait) reports it at once.
+                if (deadline == std::chrono::steady_clock::time_point::min())
+                    throw;
+                if (!refused_since)
+                    refused_since = std::chrono::steady_clock::now();
+                refusal = e;
+            } else {
+                // Connection trouble and conflicts are worth another try while time remains;
+                // anything else (missing table, bad input) will not get better by waiting.
+                if (!e.retryable() || std::chrono::steady_clock::now() >= deadline)
+                    throw;
+                refused_since.reset();
+            }
+            failed = true;
         }
         const auto now = std::chrono::steady_clock::now();
+        if (failed && refused_since) {
+            if (now >= deadline)
+                throw detail::server_full_timeout(impl.m_name, *refusal, now - *refused_since);
+            const auto pause = full_delay.next();
+            std::this_thread::sleep_until(deadline - now < pause ? deadline : now + pause);
+            continue; // one more attempt, at the latest at the deadline
+        }
+        if (!failed) {
+            refused_since.reset(); // a connection got through: the server has slots again
+            full_delay.reset();
+        }
         if (now >= deadline)
             return false;
-        if (server_waits)
+        if (server_waits && !failed)
             continue; // the server already waited; its wait ended before our deadline
         // Contended: from now on (PostgreSQL) releases wake us instead of the next poll. Started
-        // only here, so uncontended processes never open the listener connection.
-        db.ensure_listener();
+        // only here, so uncontended processes never open the listener connection (nor one
+        // whose attempt failed: a release is not what it waits for, and a server short of
+        // connections would give the listener a slot the attempt needs).
+        if (!failed)
+            db.ensure_listener();
         // Sleep with jittered backoff, but wake at once when the lock may have become free.
         const auto pause = delay.next();
         db.wakeups().wait(impl.m_name, seen, deadline - now < pause ? deadline : now + pause);

@@ -222,7 +222,9 @@ private:
         try {
             return attempt();
         } catch (const error& e) {
-            if (e.code() != errc::connection)
+            // A connection refused for lack of slots sent nothing: no doubt to resolve (and
+            // reading the row back would only be refused too).
+            if (e.code() != errc::connection || is_server_full(e))
                 throw;
             const auto row = inspect(db, req.name);
             // Ours, and newer than any earlier grant of this mutex: this attempt's grant (the

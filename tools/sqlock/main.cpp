@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <charconv>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -15,10 +16,12 @@
 #include <mutex>
 #include <optional>
 #include <poll.h>
+#include <random>
 #include <sqlock/sqlock.hpp>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -80,6 +83,9 @@ $SQLOCK_NAME), releases the lock when CMD exits, and exits with CMD's status.
                  a holder that dies frees it within D (select_for_update: at once)
   --wait D       how long to wait for the lock (default: forever; 0 = one try).
                  When the lock is not granted in time, CMD does not run and sqlock exits 75.
+                 A database server refusing connections because it is at its connection
+                 limit is waited out within D too (exit 75 if it still refuses at the end);
+                 a wrong password, unknown database or unreachable server fail at once (69)
   --grace D      when the lock is lost while CMD runs (renewal refused, or the database
                  unreachable until the lease ran out), CMD gets SIGTERM, then SIGKILL after D
                  (default 10s), and sqlock exits 76
@@ -252,6 +258,59 @@ sqlock::database open(const options& o) {
     if (o.url.empty())
         throw usage_error("no database: pass --url URL or set SQLOCK_URL");
     return sqlock::connect(o.url, o.connect);
+}
+
+using steady = std::chrono::steady_clock;
+
+/// The deadline of a wait of `wait` from now: time_point::max() without one (wait as long as
+/// it takes), time_point::min() for no wait at all (--wait 0).
+steady::time_point deadline_of(std::optional<std::chrono::milliseconds> wait) {
+    if (!wait)
+        return steady::time_point::max();
+    if (wait->count() == 0)
+        return steady::time_point::min();
+    return steady::now() + *wait;
+}
+
+/// open(o) for a command that waits (`run`): a database server without a free connection
+/// slot (sqlock::is_server_full) is waited out until `deadline`, with the library's backoff
+/// for it (a random pause in [d/2, 3d/2), d from 50 ms doubling to 2 s), instead of failing
+/// at once; at the deadline, errc::timeout that says so (exit 75). With no time to wait
+/// (time_point::min()) and for every other failure (wrong password, unknown database, host
+/// unreachable) the error is reported at once.
+sqlock::database open_waiting(const options& o, steady::time_point deadline,
+                              const std::string& lock_name) {
+    std::optional<steady::time_point> refused_since;
+    auto pause = std::chrono::milliseconds(50);
+    std::mt19937_64 rng{std::random_device{}()};
+    for (;;) {
+        try {
+            return open(o);
+        } catch (const sqlock::error& e) {
+            if (!sqlock::is_server_full(e) || deadline == steady::time_point::min())
+                throw;
+            const auto now = steady::now();
+            if (!refused_since)
+                refused_since = now;
+            if (now >= deadline) {
+                const auto ms =
+                    std::chrono::duration_cast<std::chrono::milliseconds>(now - *refused_since);
+                char seconds[32];
+                std::snprintf(seconds, sizeof seconds, "%.1f s",
+                              static_cast<double>(ms.count()) / 1000);
+                throw sqlock::error(sqlock::errc::timeout,
+                                    "lock \"" + lock_name +
+                                        "\" not granted within --wait: the database server "
+                                        "refused new connections for " +
+                                        seconds + " until the deadline (" + e.what() + ")",
+                                    e.backend(), e.native_code(), e.sqlstate());
+            }
+            std::uniform_int_distribution<std::int64_t> jitter(0, pause.count());
+            const auto sleep = pause / 2 + std::chrono::milliseconds(jitter(rng));
+            pause = std::min(pause * 2, std::chrono::milliseconds(2000));
+            std::this_thread::sleep_until(deadline - now < sleep ? deadline : now + sleep);
+        }
+    }
 }
 
 int cmd_migrate(const options& o) {
@@ -439,7 +498,18 @@ struct job_run_args {
 
 int run_job(const options& o, job_run_args a) {
     open_wakeup_pipe();
-    auto db = open(o);
+    // A full server is waited out for as long as the firing would wait for the lock (--wait,
+    // else the period; a --slot without --wait: as long as it takes), and that time counts.
+    const auto budget = a.job.wait ? a.job.wait
+                        : a.job.period.count() > 0
+                            ? std::optional<std::chrono::milliseconds>(a.job.period)
+                            : std::nullopt;
+    const auto deadline = deadline_of(budget);
+    auto db = open_waiting(o, deadline, a.name);
+    if (budget && deadline != steady::time_point::min())
+        a.job.wait =
+            std::max(std::chrono::milliseconds(0),
+                     std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now()));
     sqlock::job j(db, a.name, a.job);
     std::atomic<bool> lost{false};
     int raw_status = 0;
@@ -591,11 +661,13 @@ int cmd_run(const options& o) {
         [[maybe_unused]] const auto n = write(g_wakeup_pipe[1], &c, 1);
     };
 
-    auto db = open(o);
+    // --wait counts from here: a server without free connection slots is waited out first.
+    const auto deadline = deadline_of(wait);
+    auto db = open_waiting(o, deadline, name);
     sqlock::mutex m(db, name, mo);
     const bool granted = !wait                ? (m.lock(), true)
                          : wait->count() == 0 ? m.try_lock()
-                                              : m.try_lock_for(*wait);
+                                              : m.try_lock_until(deadline);
     if (!granted) {
         std::cerr << "sqlock: lock \"" << name << "\" not granted within " << wait->count()
                   << " ms";
@@ -1233,6 +1305,10 @@ int cmd_check(const options& o) {
 }
 
 int exit_code_for(const sqlock::error& e) {
+    // `run --wait`: the server refused connections (no free slot) until the deadline; like a
+    // lock held for all of --wait, the command did not run and may be tried again later.
+    if (e.code() == sqlock::errc::timeout && sqlock::is_server_full(e))
+        return exit_timeout;
     switch (e.code()) {
     case sqlock::errc::invalid_argument:
         return exit_usage;

@@ -11,9 +11,9 @@
 namespace sqlock::detail {
 
 errc classify_mysql_errno(int code) {
-    static constexpr std::array<std::pair<int, errc>, 41> table = {{
+    static constexpr std::array<std::pair<int, errc>, 43> table = {{
         // --- could not reach the server, or the connection is gone ---
-        {1040, errc::connection}, // ER_CON_COUNT_ERROR: too many connections
+        {1040, errc::connection}, // ER_CON_COUNT_ERROR: too many connections (server full)
         {1044, errc::connection}, // ER_DBACCESS_DENIED_ERROR: no access to the database
         {1045, errc::connection}, // ER_ACCESS_DENIED_ERROR: wrong user or password
         {1049, errc::connection}, // ER_BAD_DB_ERROR: unknown database in the URL
@@ -25,6 +25,11 @@ errc classify_mysql_errno(int code) {
         {1159, errc::connection}, // ER_NET_READ_INTERRUPTED: server side read timed out
         {1160, errc::connection}, // ER_NET_ERROR_ON_WRITE
         {1161, errc::connection}, // ER_NET_WRITE_INTERRUPTED
+        {1203, errc::connection}, // ER_TOO_MANY_USER_CONNECTIONS: max_user_connections (full)
+        // ER_USER_LIMIT_REACHED: an account's resource limit (GRANT ... WITH
+        // MAX_USER_CONNECTIONS: full; MAX_CONNECTIONS_PER_HOUR, MAX_QUESTIONS, MAX_UPDATES: the
+        // account is refused until its hour has passed)
+        {1226, errc::connection},
         {1927, errc::connection}, // ER_CONNECTION_KILLED (MariaDB): KILL of our connection
         {2002, errc::connection}, // CR_CONNECTION_ERROR: Unix socket connect failed
         {2003, errc::connection}, // CR_CONN_HOST_ERROR: TCP connect failed or timed out

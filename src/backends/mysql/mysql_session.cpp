@@ -465,7 +465,11 @@ private:
         if (what != "connect")
             message += ", " + std::string(what) + ", " + m_config.redacted_url;
         message += ")";
-        throw error(category, message, backend_name, code, e.getSQLState());
+        error failure(category, message, backend_name, code, e.getSQLState());
+        if (is_server_full(failure))
+            throw error(category, message + std::string(mysql_full_hint), backend_name, code,
+                        e.getSQLState());
+        throw failure;
     }
 
     connection_config m_config;

@@ -60,4 +60,14 @@ errc classify_postgres_sqlstate(std::string_view sqlstate) {
     return errc::backend;
 }
 
+bool postgres_refused_for_capacity(std::string_view message) noexcept {
+    for (const std::string_view text :
+         {"sorry, too many clients already", "remaining connection slots are reserved",
+          "too many connections for role", "too many connections for database"}) {
+        if (message.find(text) != std::string_view::npos)
+            return true;
+    }
+    return false;
+}
+
 } // namespace sqlock::detail

@@ -266,11 +266,15 @@ public:
         } catch (const std::exception& e) {
             // libpq's text says what failed ("password authentication failed for user ...",
             // "Connection refused", "timeout expired") but not where: add the redacted URL.
-            throw error(
-                errc::connection,
-                scrub("postgresql: cannot connect to " + m_url + ": " + clean_message(e.what()),
-                      config.password),
-                backend_name);
+            // A server without a free slot is told apart (SQLSTATE 53300, see is_server_full):
+            // waiting for a lock outlasts it.
+            const std::string why = clean_message(e.what());
+            const bool full = postgres_refused_for_capacity(why);
+            throw error(errc::connection,
+                        scrub("postgresql: cannot connect to " + m_url + ": " + why +
+                                  (full ? std::string(postgres_full_hint) : std::string()),
+                              config.password),
+                        backend_name, 0, full ? "53300" : "");
         }
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
