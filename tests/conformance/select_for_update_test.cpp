@@ -110,7 +110,8 @@ TEST_SUITE("select_for_update") {
         std::filesystem::create_directories(dir);
         const pid_t holder = test::spawn({SQLOCK_CONTENDER_PATH, "hold", test::backend().url, name,
                                           "1000", "select_for_update", dir});
-        REQUIRE(test::eventually([&] { return std::filesystem::exists(dir + "/locked"); }, 10s));
+        // Pause it only once it has acted under the lock: the check below needs one such act.
+        REQUIRE(test::eventually([&] { return !test::read_file(dir + "/acted").empty(); }, 10s));
         kill(holder, SIGSTOP);
 
         mutex waiter(db(), name, opts());
