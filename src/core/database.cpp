@@ -175,6 +175,7 @@ void database_impl::forget_session() noexcept {
 }
 
 void database_impl::give_back(std::unique_ptr<session> s) noexcept {
+    s->unlisten(); // a waiter's session: a pooled one must not collect every release
     std::lock_guard lock(m_pool_mutex);
     if (s->usable()) {
         m_idle.push_back(std::move(s));
@@ -210,40 +211,51 @@ void wake_hub::wait(const std::string& name, std::uint64_t seen,
     });
 }
 
-database_impl::~database_impl() {
-    m_stopping = true;
-    if (m_listener.joinable())
-        m_listener.join();
+database_impl::~database_impl() = default;
+
+std::optional<pooled_session> database_impl::try_checkout_idle() noexcept {
+    std::lock_guard lock(m_pool_mutex);
+    // Keep one only while others can still get a session without waiting: another idle one,
+    // or room to open one.
+    if (m_idle.empty() || (m_idle.size() == 1 && m_open >= m_options.pool_size))
+        return std::nullopt;
+    auto s = std::move(m_idle.back());
+    m_idle.pop_back();
+    return pooled_session(this, std::move(s));
 }
 
-void database_impl::ensure_listener() noexcept {
+bool database_impl::listen_for_releases(session& s) noexcept {
     if (m_config.kind != backend_kind::postgresql)
-        return;
-    std::call_once(m_listener_started, [this] {
-        try {
-            m_listener = std::thread([this] { listen_loop(); });
-        } catch (...) {
-            // No thread, no wake-ups: waiters keep polling.
-        }
-    });
+        return false;
+    if (s.listening())
+        return true;
+    try {
+        return s.usable() && s.listen(m_options.table_prefix + "release");
+    } catch (...) {
+        return false; // the next attempt on this session reports what broke
+    }
 }
 
-void database_impl::listen_loop() {
-    // One connection per database handle LISTENs for releases of every name; it reconnects
-    // after failures (with a pause), and waiters fall back to polling meanwhile.
-    const auto channel = m_options.table_prefix + "release";
-    while (!m_stopping) {
+void database_impl::await_release(session* s, const std::string& name, std::uint64_t seen,
+                                  std::chrono::steady_clock::time_point until) {
+    if (!s || !s->listening()) {
+        m_wakeups.wait(name, seen, until);
+        return;
+    }
+    // Notifications arrive on `s`; a local unlock only moves the generation: look at both,
+    // in slices short enough that a local hand-over is not delayed noticeably.
+    constexpr auto slice = std::chrono::milliseconds(50);
+    for (;;) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= until || m_wakeups.generation(name) != seen)
+            return;
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now);
         try {
-            auto s = open_session();
-            if (!s->listen(channel))
-                return;
-            while (!m_stopping) {
-                for (const auto& name : s->wait_notifications(std::chrono::milliseconds(200)))
-                    m_wakeups.wake(name);
-            }
+            for (const auto& released : s->wait_notifications(std::min(left, slice)))
+                if (released == name)
+                    return;
         } catch (...) {
-            for (int i = 0; i < 10 && !m_stopping; ++i)
-                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            return;
         }
     }
 }
@@ -321,10 +333,32 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
     }
     {
         std::lock_guard lock(m_pool_mutex);
+        if (m_config.kind == backend_kind::postgresql && !m_idle.empty()) {
+            // One kind of session on PostgreSQL: the pool's idle one becomes the lock's, so a
+            // process with one lock keeps one connection (DESIGN §12).
+            auto s = std::move(m_idle.back());
+            m_idle.pop_back();
+            --m_open;
+            m_pool_cv.notify_one(); // room for another pooled session
+            return s;
+        }
         if (!m_idle_holders.empty()) {
             auto s = std::move(m_idle_holders.back());
             m_idle_holders.pop_back();
             return s;
+        }
+    }
+    {
+        // MariaDB lock sessions differ from pooled ones (autocommit off, the process id as a
+        // connection attribute): a pooled session sitting idle is closed first, so that the
+        // lock's connection replaces it rather than adding to it (DESIGN §12).
+        std::unique_ptr<session> spare;
+        std::lock_guard lock(m_pool_mutex);
+        if (!m_idle.empty()) {
+            spare = std::move(m_idle.back());
+            m_idle.pop_back();
+            --m_open;
+            m_pool_cv.notify_one();
         }
     }
     auto config = m_config;
@@ -340,8 +374,18 @@ void database_impl::unpin(std::string_view lock_name, std::unique_ptr<session> s
     if (!s)
         return;
     s->rollback(); // no-op unless a transaction is still open
+    s->unlisten(); // no-op unless it waited for releases
     if (!s->usable())
         return; // closes it
+    if (m_config.kind == backend_kind::postgresql) {
+        std::lock_guard lock(m_pool_mutex);
+        if (m_open < m_options.pool_size) {
+            m_idle.push_back(std::move(s));
+            ++m_open;
+            m_pool_cv.notify_one();
+            return;
+        }
+    }
     if (m_config.kind == backend_kind::sqlite) {
         // Kept open for the next grant of the same name (opening a lock file costs an open,
         // a dozen stats and three prepares); the least recently used goes first.
@@ -373,6 +417,11 @@ void database_impl::rethrow_with_context(const error& e) const {
 
 result database_impl::run(statement id, std::initializer_list<param> params) {
     try {
+        if (session* routed = route_scope::current(*this)) {
+            m_statements_sent.fetch_add(1, std::memory_order_relaxed);
+            record_clock_step(*routed);
+            return routed->execute(id, params);
+        }
         auto s = checkout();
         m_statements_sent.fetch_add(1, std::memory_order_relaxed);
         record_clock_step(*s); // a step noticed earlier, if any (rare)
@@ -380,6 +429,27 @@ result database_impl::run(statement id, std::initializer_list<param> params) {
     } catch (const error& e) {
         rethrow_with_context(e);
     }
+}
+
+namespace {
+thread_local route_scope* t_innermost_route = nullptr;
+} // namespace
+
+route_scope::route_scope(const database_impl& db, session* s) noexcept
+    : m_db(&db), m_session(s), m_outer(t_innermost_route) {
+    t_innermost_route = this;
+}
+
+route_scope::~route_scope() {
+    t_innermost_route = m_outer;
+}
+
+session* route_scope::current(const database_impl& db) noexcept {
+    for (auto* r = t_innermost_route; r; r = r->m_outer) {
+        if (r->m_db == &db)
+            return r->m_session && r->m_session->usable() ? r->m_session : nullptr;
+    }
+    return nullptr;
 }
 
 void database_impl::on_clock_step(std::chrono::milliseconds step) noexcept {
@@ -413,7 +483,16 @@ void database_impl::record_clock_step(session& s) noexcept {
     }
 }
 
+void database_impl::note_durable_hwm(std::int64_t hwm) noexcept {
+    auto seen = m_durable_token_hwm.load();
+    while (seen < hwm && !m_durable_token_hwm.compare_exchange_weak(seen, hwm)) {
+    }
+}
+
 void database_impl::cover_token_durably(std::int64_t token) {
+    auto seen = m_token_seen.load();
+    while (seen < token && !m_token_seen.compare_exchange_weak(seen, token)) {
+    }
     if (token <= m_durable_token_hwm.load() || m_catalog.is_noop(statement::fu_raise_hwm))
         return;
     const auto r = run(statement::fu_raise_hwm, {token, token_reserve_block});
@@ -424,21 +503,58 @@ void database_impl::cover_token_durably(std::int64_t token) {
                                               m_config.redacted_url +
                                               " is missing or below token " +
                                               std::to_string(token) + ": run sqlock migrate");
-    auto seen = m_durable_token_hwm.load();
-    while (seen < hwm && !m_durable_token_hwm.compare_exchange_weak(seen, hwm)) {
-    }
+    note_durable_hwm(hwm);
+}
+
+bool database_impl::reserves_on_lock_session() const noexcept {
+    return !m_catalog.is_noop(statement::fu_reserve_tokens);
+}
+
+bool database_impl::token_covered(std::int64_t token) const noexcept {
+    return token <= m_durable_token_hwm.load() || m_catalog.is_noop(statement::fu_raise_hwm);
+}
+
+void database_impl::reserve_tokens_on(session& s, std::int64_t at_least) {
+    // Half a block of headroom: tokens drawn meanwhile by other processes (which reserve
+    // their own) rarely use it up; when they do, the caller reserves again from the token it
+    // got (at_least).
+    if (!reserves_on_lock_session() ||
+        m_durable_token_hwm.load() >=
+            std::max(m_token_seen.load(), at_least) + token_reserve_block / 2)
+        return;
+    m_statements_sent.fetch_add(1, std::memory_order_relaxed);
+    const auto r = s.execute(statement::fu_reserve_tokens, {token_reserve_block});
+    if (s.in_transaction())
+        s.commit(); // MariaDB lock sessions: autocommit is off
+    note_durable_hwm(r.rows.empty() || r.rows.front().empty() ? 0
+                                                               : column_int(r.rows.front().front()));
 }
 
 result database_impl::run_async_release(statement id, std::initializer_list<param> params) {
     try {
-        auto s = checkout();
-        m_statements_sent.fetch_add(1, std::memory_order_relaxed); // one round trip
         const batch_item items[] = {
             {statement::async_begin, {}},
             {statement::async_commit_off, {}},
             {id, std::vector<param>(params)},
             {statement::async_commit, {}},
         };
+        if (session* routed = route_scope::current(*this)) {
+            m_statements_sent.fetch_add(1, std::memory_order_relaxed);
+            try {
+                auto results = routed->execute_batch(items);
+                return std::move(results[2]);
+            } catch (...) {
+                // Not ours to close: end the failed transaction instead (or leave it broken).
+                try {
+                    if (routed->usable())
+                        routed->query("ROLLBACK");
+                } catch (...) {
+                }
+                throw;
+            }
+        }
+        auto s = checkout();
+        m_statements_sent.fetch_add(1, std::memory_order_relaxed); // one round trip
         try {
             auto results = s->execute_batch(items);
             return std::move(results[2]);

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -44,9 +45,9 @@ private:
     std::unique_ptr<session> m_session;
 };
 
-/// Wake-ups for waiters, instead of blind polling. Every name has a generation that moves when
-/// its lock may have become free: a local unlock, or (PostgreSQL) a release notification from
-/// any process, received by one listener connection per database handle.
+/// Local wake-ups for waiters. Every name has a generation that moves when its lock may have
+/// become free in this process (a local unlock). Releases by other processes reach a waiter
+/// as notifications on its own session instead (database_impl::await_release, PostgreSQL).
 class wake_hub {
 public:
     std::uint64_t generation(const std::string& name);
@@ -92,8 +93,23 @@ public:
     const std::string& locks_table() const noexcept { return m_locks_table; }
 
     /// Checks a session out of the pool, connecting when none is idle. Waits at most
-    /// connect_timeout for a busy pool (errc::timeout).
+    /// connect_timeout for a busy pool (errc::timeout). Inside a route_scope for this handle,
+    /// run() and run_async_release() use the routed session instead.
     pooled_session checkout();
+
+    /// An idle pooled session for a waiter to keep (and listen on) while it waits, or nullopt:
+    /// taken only while another session could still be opened or is idle, so that keeping it
+    /// never makes another thread wait for the pool. Never connects, never throws.
+    std::optional<pooled_session> try_checkout_idle() noexcept;
+
+    /// Waits until `name` may have become free or `until` passes: a release notification on
+    /// `s` (which listens, see session::listen) or a local wake-up (its generation differs
+    /// from `seen`). Without `s`, only local wake-ups end the wait early. Throws nothing: a
+    /// broken session ends the wait (the caller's next attempt sees the error).
+    void await_release(session* s, const std::string& name, std::uint64_t seen,
+                       std::chrono::steady_clock::time_point until);
+    /// Subscribes `s` to release notifications (PostgreSQL; false elsewhere or on failure).
+    bool listen_for_releases(session& s) noexcept;
 
     /// checkout() + execute(): one statement on a pooled connection. A pooled connection that
     /// turns out to be dead before anything was sent is replaced transparently; a missing
@@ -125,14 +141,17 @@ public:
     /// A checked-out session was closed instead of given back.
     void forget_session() noexcept;
 
-    /// A lock-holder session for a select_for_update lock on `lock_name`, taken out of the
-    /// pool's accounting for as long as the lock is held: N held locks cost N connections
-    /// beside the pool (PostgreSQL/MariaDB: reused from an idle list of lock sessions;
-    /// SQLite: a connection to the name's own lock file). Return it with unpin().
+    /// A session kept for one lock on `lock_name` (a select_for_update hold, a unique_key
+    /// queue seat), taken out of the pool's accounting for as long as it is kept: N kept
+    /// sessions cost N connections beside the pool's. PostgreSQL: an idle pooled session when
+    /// there is one (all its sessions are alike), so a process with one lock keeps one
+    /// connection; MariaDB: reused from an idle list of lock sessions (they run with autocommit
+    /// off); SQLite: a connection to the name's own lock file. Return it with unpin().
     std::unique_ptr<session> pin(std::string_view lock_name);
-    /// Takes back the session pin(lock_name) gave: rolled back if still in a transaction, kept
-    /// for reuse when healthy (up to pool_size idle; SQLite: per lock file, the least recently
-    /// used closed first), closed otherwise. Never throws.
+    /// Takes back the session pin(lock_name) gave: rolled back if still in a transaction and
+    /// unsubscribed if listening, kept for reuse when healthy (PostgreSQL: back in the pool
+    /// while it has room; MariaDB: up to pool_size idle lock sessions; SQLite: per lock file,
+    /// the least recently used closed first), closed otherwise. Never throws.
     void unpin(std::string_view lock_name, std::unique_ptr<session> s) noexcept;
     /// The SQLite lock file used for `lock_name` (empty for server backends).
     std::string lock_file_for(std::string_view lock_name) const;
@@ -150,6 +169,16 @@ public:
     /// to token + token_reserve_block on the pool when the token is above them. Does nothing
     /// where fu_raise_hwm is a no-op (tokens durable already). Throws sqlock::error.
     void cover_token_durably(std::int64_t token);
+    /// select_for_update, before locking on lock session `s` (outside a transaction): where
+    /// the backend can (reserves_on_lock_session(): PostgreSQL), raises the durable mark to
+    /// the token sequence's position + token_reserve_block on `s` itself when the marks this
+    /// handle raised may not cover its next tokens (nor `at_least` + half a block), so that
+    /// the grant needs no second connection for cover_token_durably(). Throws sqlock::error.
+    void reserve_tokens_on(session& s, std::int64_t at_least);
+    /// True where reserve_tokens_on() does something (fu_reserve_tokens is not a no-op).
+    bool reserves_on_lock_session() const noexcept;
+    /// True when `token` may be handed out without raising the durable mark first.
+    bool token_covered(std::int64_t token) const noexcept;
 
     /// The reaper's part for leases never released (see reap_options::settle): reads the held
     /// leases that look expired for longer than `grace`, drops those this handle has seen
@@ -164,9 +193,6 @@ public:
     /// migrate" when the tables are older than this library (re-reading the version while
     /// they are, so a migration run elsewhere meanwhile is noticed).
     void require_schema();
-    /// Starts the release listener once (PostgreSQL only; a no-op elsewhere). Never throws: a
-    /// listener that cannot connect leaves waiters on their polling fallback.
-    void ensure_listener() noexcept;
 
     /// A per-name local turnstile: threads of this process waiting for the same name queue
     /// here, so only one of them at a time asks the database.
@@ -219,19 +245,40 @@ private:
     std::atomic<std::uint64_t> m_acquire_attempts{0};
     std::atomic<std::uint64_t> m_connects_attempted{0};
     std::atomic<int> m_schema_version{-1}; ///< -1: not checked (check_schema off)
-    /// The largest high-water mark a durable fu_raise_hwm of this handle returned (0: none).
+    /// The largest high-water mark a durable fu_raise_hwm / fu_reserve_tokens of this handle
+    /// returned (0: none).
     std::atomic<std::int64_t> m_durable_token_hwm{0};
+    /// The largest select_for_update token this handle handed out (0: none).
+    std::atomic<std::int64_t> m_token_seen{0};
+    /// Raises m_durable_token_hwm to `hwm` (never lowers it).
+    void note_durable_hwm(std::int64_t hwm) noexcept;
     /// What reap_stale_leases() has seen of leases that look expired, by name.
     std::mutex m_reap_mutex;
     std::map<std::string, lease_sighting> m_reap_sightings;
 
-    void listen_loop();
     wake_hub m_wakeups;
-    std::once_flag m_listener_started;
-    std::thread m_listener;
-    std::atomic<bool> m_stopping{false};
     std::mutex m_gates_mutex;
     std::unordered_map<std::string, std::weak_ptr<turnstile>> m_gates;
+};
+
+/// While alive, run() and run_async_release() of `db` on this thread send through `s`
+/// instead of a pooled session, so that a lock's statements share the one connection it
+/// already keeps (a queue seat, a waiter's session: DESIGN §12). A null or broken `s` routes
+/// nothing. Scopes nest; the innermost wins.
+class route_scope {
+public:
+    route_scope(const database_impl& db, session* s) noexcept;
+    ~route_scope();
+    route_scope(const route_scope&) = delete;
+    route_scope& operator=(const route_scope&) = delete;
+
+    /// The session routed for `db` on this thread, if any and still usable.
+    static session* current(const database_impl& db) noexcept;
+
+private:
+    const database_impl* m_db;
+    session* m_session;
+    route_scope* m_outer;
 };
 
 } // namespace sqlock::detail

@@ -389,13 +389,23 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
     // takes them), and its last refusal.
     std::optional<std::chrono::steady_clock::time_point> refused_since;
     std::optional<error> refusal;
+    // A polling waiter's session, kept from its first wait to the end of this call: its
+    // attempts run there and it listens there for releases (PostgreSQL), so that waiting costs
+    // no connection beyond the one the attempts use (DESIGN §12). Declared before `attempts`:
+    // a seat left in the queue goes back first.
+    std::optional<detail::pooled_session> wait_session;
     detail::attempt_state attempts; // a place in a server-side queue: left when we return
     attempts.queue_first = impl.m_contended.load(std::memory_order_relaxed);
     for (;;) {
         bool failed = false;
         db.count_acquire_attempt();
         const auto seen = db.wakeups().generation(impl.m_name);
+        attempts.waited = false;
+        if (wait_session && (detail::seat_session(attempts) || !(*wait_session)->usable()))
+            wait_session.reset(); // a seat took over (or it broke): one connection at a time
         try {
+            const detail::route_scope via_wait_session(db, wait_session ? &**wait_session
+                                                                        : nullptr);
             auto g =
                 impl.m_strategy->try_acquire(db, request, detail::wait_budget(deadline), attempts);
             if (g)
@@ -454,17 +464,30 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         }
         if (now >= deadline)
             return false;
-        if (server_waits && !failed)
+        if ((server_waits || attempts.waited) && !failed)
             continue; // the server already waited; its wait ended before our deadline
-        // Contended: from now on (PostgreSQL) releases wake us instead of the next poll. Started
-        // only here, so uncontended processes never open the listener connection (nor one
-        // whose attempt failed: a release is not what it waits for, and a server short of
-        // connections would give the listener a slot the attempt needs).
-        if (!failed)
-            db.ensure_listener();
+        // Contended: from now on (PostgreSQL) a release notification wakes us instead of the
+        // next poll, received on the session this call already uses: its queue seat, or the
+        // pooled session its attempts ran on, kept from now on. Never a new connection, and
+        // never after a failed attempt (a release is not what that waits for).
+        detail::session* listener = nullptr;
+        if (!failed && db.kind() == backend_kind::postgresql) {
+            listener = detail::seat_session(attempts);
+            if (!listener) {
+                if (!wait_session) {
+                    if (auto idle = db.try_checkout_idle())
+                        wait_session.emplace(std::move(*idle));
+                }
+                if (wait_session)
+                    listener = &**wait_session;
+            }
+            if (listener && !db.listen_for_releases(*listener))
+                listener = nullptr;
+        }
         // Sleep with jittered backoff, but wake at once when the lock may have become free.
         const auto pause = delay.next();
-        db.wakeups().wait(impl.m_name, seen, deadline - now < pause ? deadline : now + pause);
+        db.await_release(listener, impl.m_name, seen,
+                         deadline - now < pause ? deadline : now + pause);
     }
 }
 

@@ -84,6 +84,9 @@ public:
     virtual void begin() = 0;
     virtual void commit() = 0;
     virtual void rollback() noexcept = 0;
+    /// True while a transaction may be open: after begin(), a BEGIN in a batch, or (MariaDB
+    /// lock sessions, which run with autocommit off) any statement since the last commit.
+    virtual bool in_transaction() const noexcept { return false; }
 
     /// False once the connection is known to be broken. Never blocks; where the backend
     /// allows it (PostgreSQL), it also notices a server that hung up while we were idle.
@@ -95,6 +98,11 @@ public:
         (void)channel;
         return false;
     }
+    /// True between listen() and unlisten().
+    virtual bool listening() const noexcept { return false; }
+    /// Ends every subscription (UNLISTEN *) and drops notifications not read yet, so that the
+    /// session can be pooled. A session where that fails reports usable() == false. Never throws.
+    virtual void unlisten() noexcept {}
     /// After listen(): waits up to `timeout` for notifications and returns their payloads
     /// (empty on timeout). Throws errc::connection when the connection broke.
     virtual std::vector<std::string> wait_notifications(std::chrono::milliseconds timeout) {

@@ -6,13 +6,18 @@
 //            pipelines it: one round trip. MariaDB skips the settings while unchanged and
 //            needs no BEGIN (autocommit is off on lock sessions): one round trip. SQLite runs
 //            BEGIN IMMEDIATE on the name's own lock file, then fu_next_token on the pool.
-//   first use of a name: + ROLLBACK, fu_create_row (pool), and the batch again.
+//   first use of a name: + ROLLBACK, fu_create_row (same session), and the batch again.
 //   re-entry: fu_check (one round trip; proves the session, and so the lock, is alive).
 //   release:  COMMIT (one round trip); a re-entrant hold is counted locally.
-//   tokens:   fu_raise_hwm (pool, one durable commit) when the token is above the durable
-//             high-water mark this handle raised last: once per token_reserve_block tokens.
+//   tokens:   fu_reserve_tokens (one durable commit; MariaDB + COMMIT) on the lock session
+//             before the batch, when the durable high-water mark this handle raised may not
+//             cover its next tokens: the first acquire of a handle, then about once per half
+//             token_reserve_block tokens. A grant whose token is still above it (others drew
+//             many tokens meanwhile) is given back, reserved for and taken again, so the lock
+//             never needs a second connection (fu_raise_hwm on the pool is the last resort).
 //             After a server restart that may have set the token sequence back (fu_lock's
-//             second column is 0): ROLLBACK, fu_recover_tokens (pool), and the batch again.
+//             second column is 0): ROLLBACK, fu_recover_tokens (same session), and the batch
+//             again.
 // An uncontended acquire + release is therefore two round trips on PostgreSQL and MariaDB.
 //
 // Fencing tokens across crashes (DESIGN §8): the token is drawn in a transaction that is not
@@ -42,8 +47,16 @@ public:
         wait = clamp_to_io_timeout(db, wait);
         bool created_row = false;
         int recoveries = 0;
+        int reserves = 0;
+        std::int64_t reserve_from = 0; // a token the mark must cover with headroom
         for (;;) {
             auto s = db.pin(req.name);
+            try {
+                db.reserve_tokens_on(*s, reserve_from);
+            } catch (const error& e) {
+                db.unpin(req.name, std::move(s));
+                db.rethrow_with_context(e);
+            }
             const auto sent = std::chrono::steady_clock::now();
             std::vector<result> results;
             try {
@@ -70,11 +83,13 @@ public:
             if (rows.empty()) {
                 // No row to lock (a missing row locks nothing in PostgreSQL and only a gap in
                 // InnoDB): create it outside the transaction, then lock it.
-                db.unpin(req.name, std::move(s));
-                if (created_row)
+                if (created_row) {
+                    db.unpin(req.name, std::move(s));
                     throw error(errc::backend, "lock row for \"" + std::string(req.name) +
                                                    "\" vanished twice while locking it");
-                db.run(statement::fu_create_row, {req.name});
+                }
+                run_beside_lock(db, req.name, std::move(s), statement::fu_create_row,
+                                {req.name});
                 created_row = true;
                 continue;
             }
@@ -88,19 +103,29 @@ public:
                 // The server restarted since the sequence was last moved past the durable
                 // high-water mark: this token may repeat one handed out before. Hand it out
                 // never; roll back (the row lock goes too), recover, and lock again.
-                db.unpin(req.name, std::move(s));
-                if (++recoveries > 2)
+                if (++recoveries > 2) {
+                    db.unpin(req.name, std::move(s));
                     throw error(errc::backend,
                                 "the fencing-token sequence of " + db.config().redacted_url +
                                     " was not recovered after a restart (the marker table " +
                                     "stays empty)");
-                db.run(statement::fu_recover_tokens, {});
+                }
+                run_beside_lock(db, req.name, std::move(s), statement::fu_recover_tokens, {});
                 continue;
             }
             std::int64_t token = 0;
             try {
                 if (rows.front()[0]) {
                     token = column_int(rows.front()[0]);
+                    if (!db.token_covered(token) && db.reserves_on_lock_session() &&
+                        ++reserves <= 2) {
+                        // Others drew past this handle's reserve while it waited. Raising the
+                        // mark now would take a second connection (this one is in the lock's
+                        // transaction): give the lock back, reserve here, and lock again.
+                        db.unpin(req.name, std::move(s));
+                        reserve_from = token;
+                        continue;
+                    }
                 } else {
                     // The lock itself carries no token (SQLite lock files): draw one,
                     // committed on its own so no later grant can ever get a smaller one.
@@ -160,6 +185,30 @@ public:
     }
 
 private:
+    /// Runs `id` on lock session `s` outside the lock's transaction (rolled back first,
+    /// committed after: MariaDB lock sessions run with autocommit off), so that it needs no
+    /// second connection, then hands `s` back. SQLite lock sessions are on the name's lock
+    /// file, so there it runs on the pool. Throws sqlock::error.
+    static void run_beside_lock(database_impl& db, std::string_view name,
+                                std::unique_ptr<session> s, statement id,
+                                std::initializer_list<param> params) {
+        if (db.kind() == backend_kind::sqlite) {
+            db.unpin(name, std::move(s));
+            db.run(id, params);
+            return;
+        }
+        try {
+            s->rollback();
+            s->execute(id, params);
+            if (s->in_transaction())
+                s->commit();
+        } catch (const error& e) {
+            db.unpin(name, std::move(s));
+            db.rethrow_with_context(e);
+        }
+        db.unpin(name, std::move(s));
+    }
+
     static std::chrono::milliseconds clamp_to_io_timeout(const database_impl& db,
                                                          std::chrono::milliseconds wait) {
         const auto io = db.options().io_timeout;

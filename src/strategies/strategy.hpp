@@ -48,7 +48,14 @@ struct attempt_state {
     /// No seat could be opened for the server-side queue (connection limit, network): the
     /// rest of this call waits by polling instead.
     bool no_queue = false;
+    /// Out, per attempt: the attempt itself waited its turn (in the server-side queue), so the
+    /// caller tries again at once instead of sleeping.
+    bool waited = false;
 };
+
+/// The session of `state`'s queue seat while it has a usable one (else nullptr): a waiter
+/// with a seat listens for releases there, so that it keeps one connection.
+session* seat_session(const attempt_state& state) noexcept;
 
 /// How long one acquire attempt may wait on the server.
 struct server_wait {

@@ -132,7 +132,16 @@ private:
     std::unique_ptr<session> m_session;
 };
 
+session* seat_session(const attempt_state& state) noexcept {
+    return state.seat && state.seat->usable() ? &state.seat->get() : nullptr;
+}
+
 namespace {
+
+/// The seat of a hold that came through the queue, while usable: its statements go there.
+session* seat_session(const grant& held) noexcept {
+    return held.seat && held.seat->usable() ? &held.seat->get() : nullptr;
+}
 
 class unique_key_strategy final : public lock_strategy {
 public:
@@ -142,15 +151,24 @@ public:
     std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
                                      std::chrono::milliseconds wait,
                                      attempt_state& state) override {
-        drop_if_stale(db, req, state); // a holder that stopped renewing for its whole TTL
+        // While this call has a seat, its statements share the seat's connection (routed
+        // only where nothing can close the seat meanwhile).
+        {
+            const route_scope via_seat(db, seat_session(state));
+            drop_if_stale(db, req, state); // a holder that stopped renewing for its whole TTL
+        }
         if (state.seat && state.seat->where == queue_seat::place::inside)
             return retry_at_head(db, req, state); // first in line since an earlier attempt
         const bool queue = m_server_queue && wait != server_wait::none && !state.no_queue;
         if (queue && state.queue_first)
             return queue_up(db, req, wait, state);
         const auto sent = std::chrono::steady_clock::now();
-        auto g = resolving_doubt(db, req, sent,
-                                 [&] { return acquire_statement(db, req, nullptr, &state); });
+        std::optional<grant> g;
+        {
+            const route_scope via_seat(db, seat_session(state));
+            g = resolving_doubt(db, req, sent,
+                                [&] { return acquire_statement(db, req, nullptr, &state); });
+        }
         if (g)
             return g;
         state.contended = true;
@@ -158,6 +176,7 @@ public:
     }
 
     grant reenter(database_impl& db, const lock_request& req, const grant& held) override {
+        const route_scope via_seat(db, seat_session(held));
         auto g = acquire_statement(db, req, held.token, nullptr);
         if (!g || g->token != held.token)
             throw_lost(db, req, "its lease was taken over before the re-entrant lock");
@@ -166,6 +185,7 @@ public:
     }
 
     grant renew(database_impl& db, const lock_request& req, const grant& held) override {
+        const route_scope via_seat(db, seat_session(held));
         return renew_lease(db, req, held);
     }
 
@@ -178,11 +198,13 @@ public:
         for (;;) {
             std::uint64_t affected = 0;
             try {
-                if (!last)
+                if (!last) {
+                    const route_scope on_seat(db, seat_session(held));
                     affected =
                         db.run_async_release(statement::release_decrement,
                                              {req.name, req.owner, held.token, held.hold_count})
                             .affected_rows;
+                }
                 else if (via_seat)
                     affected = release_and_pass_on(req, held);
                 else
@@ -300,9 +322,11 @@ private:
         } catch (const error& e) {
             if (e.sqlstate() == "55P03") {
                 seat.where = queue_seat::place::outside;
-                // Not our turn within `step`; nothing held. The next attempt tries the lease
-                // directly first: if the queue's head has stopped, an expired lease is taken.
+                // Not our turn within `step`; nothing held. The next attempt (at once: this one
+                // waited) tries the lease directly first: if the queue's head has stopped, an
+                // expired lease is taken.
                 state.queue_first = false;
+                state.waited = true;
                 return std::nullopt;
             }
             state.seat.reset(); // closes the session, and any lock it got
@@ -314,6 +338,7 @@ private:
             state.contended = true; // we waited for our turn
         auto g = granted(results.back(), sent, req.ttl);
         if (g) {
+            seat.get().unlisten(); // no-op unless an earlier wait listened on it
             g->seat = std::move(state.seat); // holds the queue lock until the release
         } else {
             state.contended = true; // first in line, but the lease is held: wait for it
@@ -341,8 +366,10 @@ private:
                 db.rethrow_with_context(e);
             }
         });
-        if (g && state.seat)
+        if (g && state.seat) {
+            state.seat->get().unlisten(); // it listened while this call waited at the head
             g->seat = std::move(state.seat);
+        }
         return g;
     }
 

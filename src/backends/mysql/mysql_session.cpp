@@ -291,6 +291,7 @@ public:
         m_in_transaction = false;
         run_plain("COMMIT", "commit");
     }
+    bool in_transaction() const noexcept override { return m_in_transaction; }
     void rollback() noexcept override {
         if (!m_usable || !m_in_transaction)
             return;

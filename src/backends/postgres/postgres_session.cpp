@@ -412,7 +412,27 @@ public:
     bool listen(std::string_view channel) override {
         require_usable();
         run_simple("LISTEN " + quote_identifier(backend_kind::postgresql, channel), "LISTEN");
+        m_listening = true;
         return true;
+    }
+
+    bool listening() const noexcept override { return m_listening; }
+
+    bool in_transaction() const noexcept override { return m_in_transaction; }
+
+    void unlisten() noexcept override {
+        if (!m_listening)
+            return;
+        m_listening = false;
+        try {
+            require_usable();
+            run_simple("UNLISTEN *", "UNLISTEN");
+        } catch (...) {
+            // Still subscribed, maybe: never pool it (the server would queue every release for
+            // a reader that is gone).
+            m_broken = true;
+        }
+        drop_notifications();
     }
 
     std::vector<std::string> wait_notifications(std::chrono::milliseconds timeout) override {
@@ -517,6 +537,14 @@ public:
     }
 
 private:
+    /// Frees the notifications libpq has parsed so far (they pile up in its list otherwise).
+    void drop_notifications() noexcept {
+        if (!m_pg)
+            return;
+        while (PGnotify* n = PQnotifies(m_pg))
+            PQfreemem(n);
+    }
+
     void run_simple(const std::string& sql, const std::string& what) {
         simple_query(sql, what);
     }
@@ -768,6 +796,7 @@ private:
     std::array<bool, statement_count> m_pipe_prepared{}; // "sqlock_p<index>" exists server-side
     std::string m_url;                                   // redacted, for messages
     bool m_broken = false;
+    bool m_listening = false; ///< LISTEN sent, no UNLISTEN since
     bool m_in_transaction = false;
     bool m_transaction_failed = false;
 };
