@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits>
 #include <map>
 #include <memory>
@@ -139,13 +140,13 @@ int port_of(const sockaddr_storage& address) {
     return 0;
 }
 
-/// This process's TCP socket whose local port is `local_port` and remote port `server_port`,
-/// or -1. Connector/C++ 1.1 does not expose its socket; the server tells us our port.
-int find_tcp_socket(int local_port, int server_port) {
+/// Calls `visit(fd, local, peer)` for each TCP socket of this process until it returns true.
+/// Connector/C++ 1.1 does not expose its socket, so sessions find theirs here.
+template <typename Visit>
+void for_each_tcp_socket(Visit&& visit) {
     DIR* dir = opendir("/proc/self/fd");
     if (!dir)
-        return -1;
-    int found = -1;
+        return;
     while (const dirent* entry = readdir(dir)) {
         char* end = nullptr;
         const long fd = std::strtol(entry->d_name, &end, 10);
@@ -162,13 +163,37 @@ int find_tcp_socket(int local_port, int server_port) {
                 0 &&
             getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &peer_size) ==
                 0 &&
-            port_of(local) == local_port && port_of(peer) == server_port) {
-            found = static_cast<int>(fd);
+            visit(static_cast<int>(fd), local, peer))
             break;
-        }
     }
     closedir(dir);
+}
+
+/// This process's TCP socket whose local port is `local_port` and remote port `server_port`,
+/// or -1 (the server tells us our port).
+int find_tcp_socket(int local_port, int server_port) {
+    int found = -1;
+    for_each_tcp_socket([&](int fd, const sockaddr_storage& local, const sockaddr_storage& peer) {
+        if (port_of(local) != local_port || port_of(peer) != server_port)
+            return false;
+        found = fd;
+        return true;
+    });
     return found;
+}
+
+/// Marks this process's sockets to `server_port` close-on-exec. The client library opens them
+/// without it, so a command started by the process (`sqlock run -- CMD`) would inherit the
+/// connection, and keep a select_for_update lock alive on the server after this process died.
+void close_server_sockets_on_exec(int server_port) {
+    for_each_tcp_socket([&](int fd, const sockaddr_storage&, const sockaddr_storage& peer) {
+        if (port_of(peer) == server_port) {
+            const int flags = fcntl(fd, F_GETFD);
+            if (flags >= 0 && (flags & FD_CLOEXEC) == 0)
+                fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+        }
+        return false;
+    });
 }
 
 class mysql_session final : public session {
@@ -201,6 +226,7 @@ public:
         }
         try {
             m_conn.reset(driver()->connect(options));
+            close_server_sockets_on_exec(config.port > 0 ? config.port : 3306);
             check_server_version();
             m_plain.reset(m_conn->createStatement());
             m_plain->execute(session_setup);

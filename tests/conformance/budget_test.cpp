@@ -1,0 +1,128 @@
+// The connection budget (DESIGN §12, README "Connections"): a `sqlock run` process uses at most
+// one server connection while it waits for a lock and while it holds it, for every strategy.
+// Counted from the client side, per process: the TCP sockets a process has open to the server's
+// port, so other tests' connections do not disturb the count.
+#include "backend_fixture.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <doctest/doctest.h>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sqlock/sqlock.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+using namespace std::chrono_literals;
+using test::unique_name;
+
+namespace {
+
+/// The server's TCP port, from the backend URL (scheme://user:password@host:port/db).
+int server_port() {
+    const auto& url = test::backend().url;
+    const auto at = url.rfind('@');
+    const auto colon = url.find(':', at);
+    const auto slash = url.find('/', colon);
+    REQUIRE(colon != std::string::npos);
+    return std::stoi(url.substr(colon + 1, slash - colon - 1));
+}
+
+/// Socket inodes of `pid`'s open file descriptors.
+std::set<std::string> socket_inodes(pid_t pid) {
+    std::set<std::string> out;
+    std::error_code ec;
+    const auto dir = "/proc/" + std::to_string(pid) + "/fd";
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+        const auto target = std::filesystem::read_symlink(entry.path(), ec).string();
+        if (!ec && target.starts_with("socket:[")) // socket:[INODE]
+            out.insert(target.substr(8, target.size() - 9));
+    }
+    return out;
+}
+
+/// How many TCP connections `pid` has open to the server under test.
+int server_connections(pid_t pid) {
+    const auto inodes = socket_inodes(pid);
+    char port_hex[8];
+    std::snprintf(port_hex, sizeof port_hex, "%04X", server_port());
+    int count = 0;
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        std::ifstream in(table);
+        std::string line;
+        std::getline(in, line); // header
+        while (std::getline(in, line)) {
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            std::istringstream fields(line);
+            std::string sl, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+            fields >> sl >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+                timeout >> inode;
+            const bool to_server = remote.size() > 5 && remote.ends_with(std::string(":") + port_hex);
+            if (to_server && state == "01" && inodes.contains(inode)) // 01: ESTABLISHED
+                ++count;
+        }
+    }
+    return count;
+}
+
+/// The most connections `pid` had at any of the samples taken over `span` (every 20 ms).
+int peak_connections(pid_t pid, std::chrono::milliseconds span) {
+    int peak = 0;
+    const auto end = std::chrono::steady_clock::now() + span;
+    while (std::chrono::steady_clock::now() < end) {
+        peak = std::max(peak, server_connections(pid));
+        std::this_thread::sleep_for(20ms);
+    }
+    return peak;
+}
+
+/// `sqlock run NAME ... -- sh -c 'write $$ to STARTED; until DONE exists: sleep'`: a job that
+/// holds the lock until the test lets it finish.
+pid_t run_job(const std::string& name, const std::string& started, const std::string& done,
+              const std::string& ttl) {
+    const std::string job = "echo $$ > '" + started + ".tmp'; mv '" + started + ".tmp' '" +
+                            started + "'; while [ ! -e '" + done + "' ]; do sleep 0.02; done";
+    return test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy",
+                        std::string(sqlock::to_string(test::strategy())), "--ttl", ttl, "--wait",
+                        "60s", "--", "/bin/sh", "-c", job},
+                       {"SQLOCK_URL=" + test::backend().url});
+}
+
+} // namespace
+
+TEST_SUITE("connection_budget") {
+
+    TEST_CASE("a sqlock run process keeps one server connection while it waits and holds") {
+        REQUIRE(test::backend().kind != sqlock::backend_kind::sqlite);
+        const auto name = unique_name("budget");
+        const auto dir = test::backend().scratch_dir + "/" + name;
+        std::filesystem::create_directories(dir);
+        const pid_t holder = run_job(name, dir + "/held", dir + "/holder-done", "30s");
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(dir + "/held"); }, 15s));
+        // TTL 2 s: the waiter, once it holds, renews every ~0.7 s while it is sampled.
+        const pid_t waiter = run_job(name, dir + "/got", dir + "/waiter-done", "2s");
+        REQUIRE(test::eventually([&] { return server_connections(waiter) > 0; }, 15s));
+
+        // Waiting: attempts, the server-side queue (unique_key on PostgreSQL: 1 s steps) and
+        // release notifications all share one connection. Sampled over several steps.
+        CHECK(peak_connections(waiter, 2500ms) == 1);
+        CHECK_FALSE(std::filesystem::exists(dir + "/got"));
+        CHECK(peak_connections(holder, 200ms) == 1);
+
+        std::ofstream(dir + "/holder-done").put('\n');
+        CHECK(test::wait_exit(holder) == 0);
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(dir + "/got"); }, 15s));
+        // Holding, across renewals (and for a hold that came through the queue, its seat).
+        CHECK(peak_connections(waiter, 2000ms) == 1);
+        // The command run under the lock inherits none of them (a job that outlived sqlock
+        // would otherwise keep its connection, and a select_for_update lock, open).
+        const pid_t job = std::stoi(test::read_file(dir + "/got"));
+        CHECK(socket_inodes(job).empty());
+        std::ofstream(dir + "/waiter-done").put('\n');
+        CHECK(test::wait_exit(waiter) == 0);
+    }
+
+} // TEST_SUITE
