@@ -527,7 +527,7 @@ void database_impl::reserve_tokens_on(session& s, std::int64_t at_least) {
     if (s.in_transaction())
         s.commit(); // MariaDB lock sessions: autocommit is off
     note_durable_hwm(r.rows.empty() || r.rows.front().empty() ? 0
-                                                               : column_int(r.rows.front().front()));
+                                                              : column_int(r.rows.front().front()));
 }
 
 result database_impl::run_async_release(statement id, std::initializer_list<param> params) {

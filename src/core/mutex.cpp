@@ -404,8 +404,8 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         if (wait_session && (detail::seat_session(attempts) || !(*wait_session)->usable()))
             wait_session.reset(); // a seat took over (or it broke): one connection at a time
         try {
-            const detail::route_scope via_wait_session(db, wait_session ? &**wait_session
-                                                                        : nullptr);
+            const detail::route_scope via_wait_session(db,
+                                                       wait_session ? &**wait_session : nullptr);
             auto g =
                 impl.m_strategy->try_acquire(db, request, detail::wait_budget(deadline), attempts);
             if (g)

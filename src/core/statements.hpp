@@ -59,7 +59,8 @@ enum class statement : std::size_t {
     fu_raise_hwm,   ///< (pool) $1 token $2 block -> 1 row (the durable high-water mark, >= $1),
                     ///<   committed durably; a no-op where fu tokens are durable already
     /// (lock session, outside a transaction) $1 block -> 1 row: raise the durable mark to the
-    /// token sequence's position + $1, committed durably (no-op: SQLite, whose tokens are durable already)
+    /// token sequence's position + $1, committed durably (no-op: SQLite, whose tokens are durable
+    /// already)
     fu_reserve_tokens,
     /// (pool) after fu_lock reported an unrecovered server incarnation: move the token
     /// sequence past the high-water mark and mark the incarnation recovered (no-op: none)

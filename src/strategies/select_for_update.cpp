@@ -88,8 +88,7 @@ public:
                     throw error(errc::backend, "lock row for \"" + std::string(req.name) +
                                                    "\" vanished twice while locking it");
                 }
-                run_beside_lock(db, req.name, std::move(s), statement::fu_create_row,
-                                {req.name});
+                run_beside_lock(db, req.name, std::move(s), statement::fu_create_row, {req.name});
                 created_row = true;
                 continue;
             }

@@ -204,8 +204,7 @@ public:
                         db.run_async_release(statement::release_decrement,
                                              {req.name, req.owner, held.token, held.hold_count})
                             .affected_rows;
-                }
-                else if (via_seat)
+                } else if (via_seat)
                     affected = release_and_pass_on(req, held);
                 else
                     affected = db.run_async_release(statement::release_lease,
@@ -338,7 +337,7 @@ private:
             state.contended = true; // we waited for our turn
         auto g = granted(results.back(), sent, req.ttl);
         if (g) {
-            seat.get().unlisten(); // no-op unless an earlier wait listened on it
+            seat.get().unlisten();           // no-op unless an earlier wait listened on it
             g->seat = std::move(state.seat); // holds the queue lock until the release
         } else {
             state.contended = true; // first in line, but the lease is held: wait for it

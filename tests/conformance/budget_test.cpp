@@ -3,6 +3,7 @@
 // Counted from the client side, per process: the TCP sockets a process has open to the server's
 // port, so other tests' connections do not disturb the count.
 #include "backend_fixture.hpp"
+#include "core/database_impl.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -60,7 +61,8 @@ int server_connections(pid_t pid) {
             std::string sl, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
             fields >> sl >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
                 timeout >> inode;
-            const bool to_server = remote.size() > 5 && remote.ends_with(std::string(":") + port_hex);
+            const bool to_server =
+                remote.size() > 5 && remote.ends_with(std::string(":") + port_hex);
             if (to_server && state == "01" && inodes.contains(inode)) // 01: ESTABLISHED
                 ++count;
         }
@@ -123,6 +125,34 @@ TEST_SUITE("connection_budget") {
         CHECK(socket_inodes(job).empty());
         std::ofstream(dir + "/waiter-done").put('\n');
         CHECK(test::wait_exit(waiter) == 0);
+    }
+
+    TEST_CASE("a session that served a lock goes back to the pool without its lock timeout") {
+        REQUIRE(test::backend().kind != sqlock::backend_kind::sqlite);
+        // PostgreSQL pools its lock sessions and queue seats: the lock wait set for an acquire
+        // must not follow them into other statements (where a row-lock wait of a few ms would
+        // then fail).
+        auto database = sqlock::connect(test::backend().url);
+        const auto name = unique_name("lock-timeout");
+        sqlock::mutex holder(database, name, test::opts());
+        sqlock::mutex waiter(database, name, test::opts());
+        holder.lock();
+        std::thread contender([&] { CHECK_FALSE(waiter.try_lock_for(300ms)); });
+        contender.join();
+        holder.unlock();
+        std::thread winner([&] {
+            REQUIRE(waiter.try_lock_for(5s));
+            waiter.unlock();
+        });
+        winner.join();
+        auto s = database.impl()->checkout(); // the most recently pooled session
+        if (test::backend().kind == sqlock::backend_kind::postgresql) {
+            CHECK(s->query("SHOW lock_timeout").rows.at(0).at(0).value_or("") == "0");
+        } else {
+            const auto r = s->query("SELECT @@SESSION.innodb_lock_wait_timeout = "
+                                    "@@GLOBAL.innodb_lock_wait_timeout");
+            CHECK(r.rows.at(0).at(0).value_or("") == "1");
+        }
     }
 
 } // TEST_SUITE

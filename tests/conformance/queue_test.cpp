@@ -270,9 +270,10 @@ TEST_SUITE("unique_key_postgresql") {
         b_waiter.join();
     }
 
-    TEST_CASE("PostgreSQL: a waiter that cannot open a queue seat waits by polling instead") {
+    TEST_CASE("PostgreSQL: a waiter allowed one connection queues, listens and is granted on it") {
         REQUIRE(server_queues());
-        // A role allowed one connection: the pool's. The seat (and the listener) are refused.
+        // A role allowed one connection: the server refuses any second one, so the seat, the
+        // LISTEN and the attempts must all share the one connect() opened.
         const auto role = "sqlock_one_" + unique_name("conn").substr(5);
         auto admin = db().impl()->checkout();
         admin->query("CREATE ROLE \"" + role + "\" LOGIN PASSWORD 'one' CONNECTION LIMIT 1");
@@ -291,13 +292,13 @@ TEST_SUITE("unique_key_postgresql") {
             auto limited = sqlock::connect(limited_url, one);
             mutex waiter(limited, name, opts());
             // Held throughout: the wait ends as a plain "not granted", not a connection error,
-            // and it asked for a seat once, not at every poll (each refused login costs the
+            // and it never tried to open a second connection (each refused login costs the
             // server a backend start and an authentication).
             const auto connects = limited.impl()->connects_attempted();
             bool got = true;
             CHECK_NOTHROW(got = waiter.try_lock_for(800ms));
             CHECK_FALSE(got);
-            CHECK(limited.impl()->connects_attempted() - connects <= 3); // seat + listener
+            CHECK(limited.impl()->connects_attempted() == connects);
             std::atomic<bool> granted{false};
             std::jthread t([&] {
                 granted = waiter.try_lock_for(20s);
@@ -310,6 +311,7 @@ TEST_SUITE("unique_key_postgresql") {
             holder.unlock();
             t.join();
             CHECK(granted.load());
+            CHECK(limited.impl()->connects_attempted() == connects); // held and released on it
         }
         admin->query("DROP OWNED BY \"" + role + "\"");
         admin->query("DROP ROLE \"" + role + "\"");

@@ -416,9 +416,13 @@ public:
         return true;
     }
 
-    bool listening() const noexcept override { return m_listening; }
+    bool listening() const noexcept override {
+        return m_listening;
+    }
 
-    bool in_transaction() const noexcept override { return m_in_transaction; }
+    bool in_transaction() const noexcept override {
+        return m_in_transaction;
+    }
 
     void unlisten() noexcept override {
         if (!m_listening)
