@@ -67,4 +67,22 @@ bool is_server_full(const error& e) noexcept {
     return false;
 }
 
+bool is_connect_timeout(const error& e) noexcept {
+    // errc::timeout: `sqlock run --wait` gave up on it at its deadline.
+    if (e.code() != errc::connection && e.code() != errc::timeout)
+        return false;
+    const std::string_view text = e.what();
+    if (text.find(": cannot connect to ") == std::string_view::npos)
+        return false; // a connection that broke later, not one being opened
+    if (e.backend() == "postgresql")
+        return text.find("timeout expired") != std::string_view::npos;
+    if (e.backend() == "mysql") {
+        const int code = e.native_code();
+        const bool connect_error = code == 2013 || code == 2002 || code == 2003;
+        return connect_error && (text.find("system error: 110") != std::string_view::npos ||
+                                 text.find("(110)") != std::string_view::npos);
+    }
+    return false;
+}
+
 } // namespace sqlock

@@ -491,6 +491,29 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
     }
 }
 
+namespace {
+
+/// strategy.release(), once more (twice at most) when the database refused it as busy or
+/// conflicting (SQLite's write lock held past busy_timeout by a crowd of writers, a
+/// serialization failure), while the hold is still valid: such a release did not run, and a
+/// lease left behind makes the next holder wait out its TTL. Throws what the last try threw.
+void release_retrying_busy(detail::lock_strategy& strategy, detail::database_impl& db,
+                           const detail::active_hold& hold, const detail::grant& held) {
+    for (int retries = 0;; ++retries) {
+        try {
+            strategy.release(db, hold.request(), held);
+            return;
+        } catch (const error& e) {
+            const bool busy = e.code() == errc::timeout || e.code() == errc::conflict;
+            if (!busy || retries >= 2 || !hold.valid(std::chrono::steady_clock::now()))
+                throw;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20 << retries));
+    }
+}
+
+} // namespace
+
 void mutex::unlock() noexcept {
     auto& impl = *m_impl;
     const auto hold = impl.mine();
@@ -515,7 +538,7 @@ void mutex::unlock() noexcept {
         }
         gone = held.hold_count <= 1;
         try {
-            impl.m_strategy->release(impl.db(), hold->request(), held);
+            release_retrying_busy(*impl.m_strategy, impl.db(), *hold, held);
             if (!gone) {
                 std::lock_guard state(hold->state_mutex);
                 --hold->current.hold_count;

@@ -206,4 +206,36 @@ std::string read_file(const std::string& path) {
     return ss.str();
 }
 
+paused_server::paused_server() {
+    const char* var = backend().kind == sqlock::backend_kind::postgresql
+                          ? "SQLOCK_TEST_POSTGRES_PID"
+                          : "SQLOCK_TEST_MYSQL_PID";
+    const char* pid = std::getenv(var);
+    REQUIRE_MESSAGE(pid != nullptr, var << " is not set: run under tools/testdb.sh");
+    m_pids.push_back(static_cast<pid_t>(std::stol(pid)));
+    REQUIRE(kill(m_pids.front(), SIGSTOP) == 0);
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        const auto child = std::atoi(entry.path().filename().c_str());
+        if (child <= 0)
+            continue;
+        std::ifstream stat(entry.path() / "stat");
+        std::string line;
+        std::getline(stat, line);
+        const auto close = line.rfind(')');
+        if (close == std::string::npos)
+            continue;
+        std::istringstream rest(line.substr(close + 2));
+        char state = 0;
+        long ppid = 0;
+        rest >> state >> ppid;
+        if (ppid == m_pids.front() && kill(child, SIGSTOP) == 0)
+            m_pids.push_back(child);
+    }
+}
+
+paused_server::~paused_server() {
+    for (const auto p : m_pids)
+        kill(p, SIGCONT);
+}
+
 } // namespace test

@@ -112,4 +112,18 @@ struct lost_probe {
     }
 };
 
+/// Stops (SIGSTOP) the database server process for the backend under test, and all its
+/// children (PostgreSQL runs one backend process per connection); SIGCONT on destruction. The
+/// PID comes from tools/testdb.sh; a missing PID fails the test.
+class paused_server {
+public:
+    paused_server();
+    ~paused_server();
+    paused_server(const paused_server&) = delete;
+    paused_server& operator=(const paused_server&) = delete;
+
+private:
+    std::vector<pid_t> m_pids;
+};
+
 } // namespace test

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <doctest/doctest.h>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <signal.h>
 #include <sqlock/sqlock.hpp>
@@ -312,5 +313,41 @@ TEST_SUITE("full_server") {
         CAPTURE(text);
         CHECK(text.find("refused new connections") != std::string::npos);
         CHECK(text.find("raise the limit") != std::string::npos);
+    }
+
+    TEST_CASE("sqlock run --wait rides out a server too swamped to answer new connections") {
+        // A stopped server accepts TCP connections (the kernel does) and never answers them,
+        // as one swamped by a whole fleet starting at once does: each connect times out.
+        const auto name = test::unique_name("swamped");
+        const auto marker = test::backend().scratch_dir + "/" + name + ".ran";
+        const auto err = test::backend().scratch_dir + "/" + name + ".err";
+        const auto run = [&](const std::string& wait, const std::string& err_file) {
+            return test::spawn({SQLOCK_CLI_PATH, "--connect-timeout", "1s", "run", name,
+                                "--strategy", strategy_arg(), "--wait", wait, "--",
+                                "/usr/bin/touch", marker},
+                               {"SQLOCK_URL=" + test::backend().url}, {}, err_file);
+        };
+        {
+            const test::paused_server pause;
+            // Until the deadline: exit 75, saying what happened.
+            const auto started = clock_type::now();
+            const pid_t gives_up = run("3s", err);
+            CHECK(test::wait_exit(gives_up) == 75);
+            CHECK(clock_type::now() - started >= 2900ms);
+            const auto text = test::read_file(err);
+            CAPTURE(text);
+            CHECK(text.find("did not answer new connections in time") != std::string::npos);
+            CHECK_FALSE(std::filesystem::exists(marker));
+        }
+        {
+            auto pause = std::make_unique<test::paused_server>();
+            const pid_t p = run("30s", err + "2");
+            // Several connect timeouts later it is still waiting, not failed (it exited 69
+            // after the first one before).
+            CHECK_FALSE(test::eventually([&] { return exit_status_now(p) >= 0; }, 4500ms));
+            pause.reset(); // the server answers again
+            CHECK(test::wait_exit(p) == 0);
+            CHECK(std::filesystem::exists(marker));
+        }
     }
 }

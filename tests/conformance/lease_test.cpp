@@ -266,6 +266,29 @@ TEST_SUITE("lease_sqlite") {
         CHECK(s->query("PRAGMA synchronous").rows.at(0).at(0) == "2"); // FULL again
     }
 
+    TEST_CASE("SQLite: a release refused as busy is tried again, not left to expire") {
+        // A crowd of writers (a fleet on one file) can hold the write lock past the busy
+        // timeout; the release then did not run, and a lease left behind would keep the next
+        // holder waiting for a TTL.
+        REQUIRE(test::backend().kind == sqlock::backend_kind::sqlite);
+        sqlock::connect_options quick;
+        quick.connect_timeout = 300ms; // SQLite's busy timeout
+        auto d = sqlock::connect(test::backend().url, quick);
+        const auto name = unique_name("busy-release");
+        mutex m(d, name, opts());
+        m.lock();
+        auto blocker = db().impl()->checkout();
+        blocker->begin(); // BEGIN IMMEDIATE: every other writer waits
+        std::jthread lift([&] {
+            std::this_thread::sleep_for(450ms); // longer than one busy timeout
+            blocker->rollback();
+        });
+        m.unlock();
+        lift.join();
+        CHECK(m.last_error().empty());
+        CHECK_FALSE(test::row_of(name)); // released, not left to expire
+    }
+
 } // TEST_SUITE
 
 TEST_SUITE("unique_key") {

@@ -18,6 +18,7 @@ using namespace std::chrono_literals;
 using sqlock::mutex;
 using test::db;
 using test::lost_probe;
+using test::paused_server;
 using test::unique_name;
 
 namespace {
@@ -25,49 +26,6 @@ namespace {
 bool lease_strategy() {
     return test::strategy() != sqlock::strategy::select_for_update;
 }
-
-/// Stops (SIGSTOP) the database server process for the backend under test; SIGCONT on
-/// destruction. The PID comes from tools/testdb.sh; a missing PID fails the test.
-class paused_server {
-public:
-    paused_server() {
-        const char* var = test::backend().kind == sqlock::backend_kind::postgresql
-                              ? "SQLOCK_TEST_POSTGRES_PID"
-                              : "SQLOCK_TEST_MYSQL_PID";
-        const char* pid = std::getenv(var);
-        REQUIRE_MESSAGE(pid != nullptr, var << " is not set: run under tools/testdb.sh");
-        // The server and all its processes (PostgreSQL runs one backend process per
-        // connection; MariaDB is one process).
-        m_pids.push_back(static_cast<pid_t>(std::stol(pid)));
-        REQUIRE(kill(m_pids.front(), SIGSTOP) == 0);
-        for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-            const auto child = std::atoi(entry.path().filename().c_str());
-            if (child <= 0)
-                continue;
-            std::ifstream stat(entry.path() / "stat");
-            std::string line;
-            std::getline(stat, line);
-            const auto close = line.rfind(')');
-            if (close == std::string::npos)
-                continue;
-            std::istringstream rest(line.substr(close + 2));
-            char state = 0;
-            long ppid = 0;
-            rest >> state >> ppid;
-            if (ppid == m_pids.front() && kill(child, SIGSTOP) == 0)
-                m_pids.push_back(child);
-        }
-    }
-    ~paused_server() {
-        for (const auto p : m_pids)
-            kill(p, SIGCONT);
-    }
-    paused_server(const paused_server&) = delete;
-    paused_server& operator=(const paused_server&) = delete;
-
-private:
-    std::vector<pid_t> m_pids;
-};
 
 } // namespace
 

@@ -273,11 +273,13 @@ steady::time_point deadline_of(std::optional<std::chrono::milliseconds> wait) {
 }
 
 /// open(o) for a command that waits (`run`): a database server without a free connection
-/// slot (sqlock::is_server_full) is waited out until `deadline`, with the library's backoff
-/// for it (a random pause in [d/2, 3d/2), d from 50 ms doubling to 2 s), instead of failing
-/// at once; at the deadline, errc::timeout that says so (exit 75). With no time to wait
-/// (time_point::min()) and for every other failure (wrong password, unknown database, host
-/// unreachable) the error is reported at once.
+/// slot (sqlock::is_server_full), or one that did not answer a new connection within the
+/// connect timeout (sqlock::is_connect_timeout: swamped by a fleet starting at once), is
+/// waited out until `deadline`, with the library's backoff for a full server (a random pause
+/// in [d/2, 3d/2), d from 50 ms doubling to 2 s), instead of failing at once; at the deadline,
+/// errc::timeout that says so (exit 75). With no time to wait (time_point::min()) and for
+/// every other failure (wrong password, unknown database, connection refused, unknown host)
+/// the error is reported at once.
 sqlock::database open_waiting(const options& o, steady::time_point deadline,
                               const std::string& lock_name) {
     std::optional<steady::time_point> refused_since;
@@ -287,7 +289,8 @@ sqlock::database open_waiting(const options& o, steady::time_point deadline,
         try {
             return open(o);
         } catch (const sqlock::error& e) {
-            if (!sqlock::is_server_full(e) || deadline == steady::time_point::min())
+            const bool full = sqlock::is_server_full(e);
+            if ((!full && !sqlock::is_connect_timeout(e)) || deadline == steady::time_point::min())
                 throw;
             const auto now = steady::now();
             if (!refused_since)
@@ -298,12 +301,13 @@ sqlock::database open_waiting(const options& o, steady::time_point deadline,
                 char seconds[32];
                 std::snprintf(seconds, sizeof seconds, "%.1f s",
                               static_cast<double>(ms.count()) / 1000);
-                throw sqlock::error(sqlock::errc::timeout,
-                                    "lock \"" + lock_name +
-                                        "\" not granted within --wait: the database server "
-                                        "refused new connections for " +
-                                        seconds + " until the deadline (" + e.what() + ")",
-                                    e.backend(), e.native_code(), e.sqlstate());
+                throw sqlock::error(
+                    sqlock::errc::timeout,
+                    "lock \"" + lock_name + "\" not granted within --wait: the database server " +
+                        (full ? "refused new connections"
+                              : "did not answer new connections in time") +
+                        " for " + seconds + " until the deadline (" + e.what() + ")",
+                    e.backend(), e.native_code(), e.sqlstate());
             }
             std::uniform_int_distribution<std::int64_t> jitter(0, pause.count());
             const auto sleep = pause / 2 + std::chrono::milliseconds(jitter(rng));
@@ -1305,9 +1309,11 @@ int cmd_check(const options& o) {
 }
 
 int exit_code_for(const sqlock::error& e) {
-    // `run --wait`: the server refused connections (no free slot) until the deadline; like a
-    // lock held for all of --wait, the command did not run and may be tried again later.
-    if (e.code() == sqlock::errc::timeout && sqlock::is_server_full(e))
+    // `run --wait`: the server refused connections (no free slot), or did not answer them in
+    // time, until the deadline; like a lock held for all of --wait, the command did not run
+    // and may be tried again later.
+    if (e.code() == sqlock::errc::timeout &&
+        (sqlock::is_server_full(e) || sqlock::is_connect_timeout(e)))
         return exit_timeout;
     switch (e.code()) {
     case sqlock::errc::invalid_argument:
