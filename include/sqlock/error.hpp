@@ -62,13 +62,16 @@ private:
 /// refusal in a client error (2002/2026).
 bool is_server_full(const error& e) noexcept;
 
-/// True when `e` says a new connection got no complete answer within connect_timeout:
-/// PostgreSQL "timeout expired", MariaDB/MySQL 2013 or 2002/2003 with system error 110
-/// (ETIMEDOUT). A server swamped by a fleet starting at once answers that way (it accepts the
-/// TCP connection, then forks and authenticates too slowly), and so does a network that drops
-/// packets; both may pass, so `sqlock run --wait` retries it until its deadline, as it does a
-/// full server (then errc::timeout, still recognised here). A refused connection (nothing
-/// listening), an unknown host, a wrong password or an unknown database are not timeouts (false).
-bool is_connect_timeout(const error& e) noexcept;
+/// True when `e` says the server took a new connection but never answered it: no complete
+/// answer within connect_timeout (PostgreSQL "timeout expired", MariaDB/MySQL 2002/2003 with
+/// system error 110, ETIMEDOUT), or the connection closed before any reply (PostgreSQL "server
+/// closed the connection unexpectedly", MariaDB/MySQL 2013 "Lost connection ... at
+/// 'handshake'"). A server swamped by a fleet starting at once answers that way (its accept
+/// queue overflows, it forks and authenticates too slowly, a refusal it sends is lost), and so
+/// does a network that drops packets; both may pass, so `sqlock run --wait` retries it until
+/// its deadline, as it does a full server (then errc::timeout, still recognised here). A
+/// refused connection (nothing listening), an unknown host, a wrong password or an unknown
+/// database are not (false).
+bool is_connect_unanswered(const error& e) noexcept;
 
 } // namespace sqlock

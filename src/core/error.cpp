@@ -67,7 +67,7 @@ bool is_server_full(const error& e) noexcept {
     return false;
 }
 
-bool is_connect_timeout(const error& e) noexcept {
+bool is_connect_unanswered(const error& e) noexcept {
     // errc::timeout: `sqlock run --wait` gave up on it at its deadline.
     if (e.code() != errc::connection && e.code() != errc::timeout)
         return false;
@@ -75,12 +75,15 @@ bool is_connect_timeout(const error& e) noexcept {
     if (text.find(": cannot connect to ") == std::string_view::npos)
         return false; // a connection that broke later, not one being opened
     if (e.backend() == "postgresql")
-        return text.find("timeout expired") != std::string_view::npos;
+        return text.find("timeout expired") != std::string_view::npos ||
+               text.find("server closed the connection unexpectedly") != std::string_view::npos;
     if (e.backend() == "mysql") {
         const int code = e.native_code();
-        const bool connect_error = code == 2013 || code == 2002 || code == 2003;
-        return connect_error && (text.find("system error: 110") != std::string_view::npos ||
-                                 text.find("(110)") != std::string_view::npos);
+        if (code == 2013) // CR_SERVER_LOST while connecting: during the handshake
+            return true;
+        return (code == 2002 || code == 2003) &&
+               (text.find("system error: 110") != std::string_view::npos ||
+                text.find("(110)") != std::string_view::npos);
     }
     return false;
 }

@@ -273,8 +273,8 @@ steady::time_point deadline_of(std::optional<std::chrono::milliseconds> wait) {
 }
 
 /// open(o) for a command that waits (`run`): a database server without a free connection
-/// slot (sqlock::is_server_full), or one that did not answer a new connection within the
-/// connect timeout (sqlock::is_connect_timeout: swamped by a fleet starting at once), is
+/// slot (sqlock::is_server_full), or one that took a new connection and never answered it
+/// (sqlock::is_connect_unanswered: swamped by a fleet starting at once), is
 /// waited out until `deadline`, with the library's backoff for a full server (a random pause
 /// in [d/2, 3d/2), d from 50 ms doubling to 2 s), instead of failing at once; at the deadline,
 /// errc::timeout that says so (exit 75). With no time to wait (time_point::min()) and for
@@ -290,7 +290,7 @@ sqlock::database open_waiting(const options& o, steady::time_point deadline,
             return open(o);
         } catch (const sqlock::error& e) {
             const bool full = sqlock::is_server_full(e);
-            if ((!full && !sqlock::is_connect_timeout(e)) || deadline == steady::time_point::min())
+            if ((!full && !sqlock::is_connect_unanswered(e)) || deadline == steady::time_point::min())
                 throw;
             const auto now = steady::now();
             if (!refused_since)
@@ -1313,7 +1313,7 @@ int exit_code_for(const sqlock::error& e) {
     // time, until the deadline; like a lock held for all of --wait, the command did not run
     // and may be tried again later.
     if (e.code() == sqlock::errc::timeout &&
-        (sqlock::is_server_full(e) || sqlock::is_connect_timeout(e)))
+        (sqlock::is_server_full(e) || sqlock::is_connect_unanswered(e)))
         return exit_timeout;
     switch (e.code()) {
     case sqlock::errc::invalid_argument:
