@@ -272,7 +272,7 @@ def report(args):
             f"| {label.get(r['backend'], r['backend'])} | {r['strategy']} | {r['mode']} | "
             f"{r['processes']} | {r['grants']} | {r['failures']}{' (' + codes + ')' if codes else ''}"
             f" | {r['marker_violations'] + r['interval_overlaps']} | {r['token_order_violations']}"
-            f" | {fmt(r["wall_seconds"], 2)} | {fmt(r['grants_per_second'])} | "
+            f" | {fmt(r['wall_seconds'], 2)} | {fmt(r['grants_per_second'])} | "
             f"{fmt(r['wait_p50_ms'], 0)} | {fmt(r['wait_p99_ms'], 0)} | "
             f"{fmt(r['peak_connections'])} | {fmt(r['peak_per_process'], 2)} | "
             f"{'PASS' if r['pass'] else '**FAIL**'} |")

@@ -105,7 +105,7 @@ for backend in "${backends[@]}"; do
           --timeout "$TIMEOUT" --job "$STAGE/fleet_job.sh" --dir "$dir" \
           --results "$FLEET_OUT/runs.jsonl" "${sampler[@]}" || failed=1
         echo "  ($((SECONDS - t_run)) s including setup)" >&2
-        find "$dir/stderr" -empty -delete # keep only the messages of processes that said something
+        find "$dir/stderr" -empty -delete 2>/dev/null || true # keep only the messages of processes that said something
         sleep 2 # let the servers close the last sessions before the next count
       done
     done
