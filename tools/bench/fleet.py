@@ -82,6 +82,18 @@ class Sampler(threading.Thread):
             self.proc.kill()
 
 
+def listen_overflows():
+    """The host's count of connections dropped because a listen queue was full (TcpExt
+    ListenOverflows): the client retries its SYN after 1 s, 3 s... (the whole host counts,
+    so other work on it adds to the difference)."""
+    try:
+        with open("/proc/net/netstat") as f:
+            lines = [line.split() for line in f if line.startswith("TcpExt:")]
+        return int(lines[1][lines[0].index("ListenOverflows")])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def percentile(sorted_values, q):
     """Nearest rank, as the C++ benchmarks report it."""
     if not sorted_values:
@@ -130,6 +142,7 @@ def run(args):
     fork_seconds = time.monotonic() - t_fork
     if sampler:
         sampler.start()
+    overflows_before = listen_overflows()
     t_release = now_us()
     t0 = time.monotonic()
     os.close(w)  # the barrier opens
@@ -163,6 +176,7 @@ def run(args):
         status[pid] = os.waitstatus_to_exitcode(st)
         end_us[pid] = now_us()
     wall = time.monotonic() - t0
+    overflows_after = listen_overflows()
     if sampler:
         sampler.finish()
 
@@ -172,14 +186,25 @@ def run(args):
         codes[str(code)] = codes.get(str(code), 0) + 1
     grants = codes.get("0", 0)
     failures = args.processes - grants
+    # What the processes said: the first message per failing exit code, and how many that
+    # exited 0 still warned (e.g. a release that failed: the lease then waits for its TTL).
     first_errors = {}
-    for pid, code in status.items():
-        if code != 0 and str(code) not in first_errors:
+    warned = 0
+    first_warning = None
+    with open(os.path.join(args.dir, "outcomes.tsv"), "w") as out:
+        for pid, code in status.items():
             try:
                 with open(os.path.join(errdir, str(pids[pid])), errors="replace") as f:
-                    first_errors[str(code)] = f.read().strip()[:400]
+                    said = f.read().strip()
             except OSError:
-                first_errors[str(code)] = ""
+                said = ""
+            out.write(f"{pids[pid]}\t{pid}\t{code}\t{(end_us[pid] - t_release) / 1e6:.3f}\t"
+                      f"{said.splitlines()[0] if said else ''}\n")
+            if code != 0 and str(code) not in first_errors:
+                first_errors[str(code)] = said[:400]
+            if code == 0 and said:
+                warned += 1
+                first_warning = first_warning or said[:400]
 
     jobs = []
     with open(log) as f:
@@ -212,7 +237,8 @@ def run(args):
         "processes": args.processes, "wait": args.wait, "job_seconds": float(
             os.environ.get("FLEET_JOB_SECONDS", "0.02")),
         "grants": grants, "failures": failures, "exit_codes": codes, "killed": killed,
-        "first_errors": first_errors, "jobs_logged": len(jobs),
+        "first_errors": first_errors, "warned": warned, "first_warning": first_warning,
+        "jobs_logged": len(jobs),
         "marker_violations": marker_violations, "interval_overlaps": overlaps,
         "token_order_violations": token_violations,
         "wall_seconds": round(wall, 3), "fork_seconds": round(fork_seconds, 3),
@@ -223,6 +249,9 @@ def run(args):
         "peak_connections": peak,
         "peak_per_process": round(peak / args.processes, 3) if peak is not None else None,
         "connections_before": sampler.baseline if sampler else None,
+        "listen_overflows": (overflows_after - overflows_before
+                             if overflows_before is not None and overflows_after is not None
+                             else None),
         "samples": len(samples), "sample_errors": sampler.errors if sampler else 0,
         "release_us": t_release,
     }
@@ -263,15 +292,16 @@ def report(args):
     label = {"postgresql": "PostgreSQL", "mysql": "MariaDB", "sqlite": "SQLite"}
     out = []
     out.append("| backend | strategy | names | P | grants | failures (exit codes) | overlaps | "
-               "token order | wall s | grants/s | wait p50 ms | wait p99 ms | peak conns | "
+               "token order | exit 0 but warned | wall s | grants/s | wait p50 ms | wait p99 ms | peak conns | "
                "peak / P | verdict |")
-    out.append("|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    out.append("|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         codes = ", ".join(f"{n}× {c}" for c, n in sorted(r["exit_codes"].items()) if c != "0")
         out.append(
             f"| {label.get(r['backend'], r['backend'])} | {r['strategy']} | {r['mode']} | "
             f"{r['processes']} | {r['grants']} | {r['failures']}{' (' + codes + ')' if codes else ''}"
             f" | {r['marker_violations'] + r['interval_overlaps']} | {r['token_order_violations']}"
+            f" | {r.get('warned', '–')}"
             f" | {fmt(r['wall_seconds'], 2)} | {fmt(r['grants_per_second'])} | "
             f"{fmt(r['wait_p50_ms'], 0)} | {fmt(r['wait_p99_ms'], 0)} | "
             f"{fmt(r['peak_connections'])} | {fmt(r['peak_per_process'], 2)} | "
@@ -284,6 +314,14 @@ def report(args):
         for r, c, m in errors:
             out.append(f"- {label.get(r['backend'])} {r['mode']} P={r['processes']}, exit {c}: "
                        f"`{m.splitlines()[0] if m else '(no output)'}`")
+    warnings = [r for r in rows if r.get("first_warning")]
+    if warnings:
+        out.append("")
+        out.append("First warning of a process that exited 0:")
+        out.append("")
+        for r in warnings:
+            out.append(f"- {label.get(r['backend'])} {r['mode']} P={r['processes']} "
+                       f"({r['warned']} processes): `{r['first_warning'].splitlines()[0]}`")
     text = "\n".join(out) + "\n"
     with open(args.markdown, "w") as f:
         f.write(text)
