@@ -13,8 +13,8 @@
 # Environment (defaults): FLEET_BACKENDS ("sqlite postgresql mysql"), FLEET_MODES ("one
 # distinct"), FLEET_SIZES ("1 10 100 300 1000"), FLEET_DISTINCT_SIZES (FLEET_SIZES),
 # FLEET_STRATEGIES ("unique_key"), FLEET_WAIT (10m), FLEET_TIMEOUT (seconds per run, 720),
-# FLEET_JOB_SECONDS (0.02).
-# Writes build/release/bench/fleet/results.md and results.json (and runs/*/ per run).
+# FLEET_JOB_SECONDS (0.02), FLEET_NAME (fleet: the output directory's name).
+# Writes build/release/bench/$FLEET_NAME/results.md and results.json (and runs/*/ per run).
 # Exit status: 0, or 1 when any process failed or any overlap / token order violation was seen.
 set -euo pipefail
 
@@ -32,7 +32,7 @@ read -r -a strategies <<<"${FLEET_STRATEGIES:-unique_key}"
 WAIT=${FLEET_WAIT:-10m}
 TIMEOUT=${FLEET_TIMEOUT:-720}
 
-FLEET_OUT=$OUT/fleet
+FLEET_OUT=$OUT/${FLEET_NAME:-fleet}
 STAGE=$FLEET_OUT/bin # a private copy: someone else may rebuild build/release meanwhile
 rm -rf "$FLEET_OUT"
 mkdir -p "$STAGE" "$FLEET_OUT/runs"

@@ -10,7 +10,8 @@
 # Environment (defaults): GROWTH_BACKENDS ("postgresql mysql sqlite"), GROWTH_SIZES
 # ("100,10000,1000000"), GROWTH_ROUNDS (2000 pairs per strategy and size), GROWTH_SETTLE (10,
 # seconds the reap may wait for never-released leases), GROWTH_LOCKS ("1 100 10000"),
-# GROWTH_SKIP ("" or "table" / "memory").
+# GROWTH_SKIP ("" or "table" / "memory"), GROWTH_MEMORY_TIMEOUT (300, seconds per memory run:
+# one that hangs is killed and reported as FAILED).
 # Writes build/release/bench/growth/results.md and results.json.
 # Exit status: 0, or 1 when a run failed (the tables are written either way).
 set -euo pipefail
@@ -27,6 +28,7 @@ SIZES=${GROWTH_SIZES:-100,10000,1000000}
 ROUNDS=${GROWTH_ROUNDS:-2000}
 SETTLE=${GROWTH_SETTLE:-10}
 SKIP=${GROWTH_SKIP:-}
+MEMORY_TIMEOUT=${GROWTH_MEMORY_TIMEOUT:-300}
 
 G=$OUT/growth
 STAGE=$G/bin # a private copy: someone else may rebuild build/release meanwhile
@@ -86,9 +88,9 @@ if [[ $SKIP != memory ]]; then
       fi
       for n in "${counts[@]}"; do
         echo "### memory: $backend $strategy $n locks" >&2
-        "$BENCH" memory --url "$(url_of "$backend")" --strategy "$strategy" --locks "$n" \
+        timeout --kill-after=10 "$MEMORY_TIMEOUT" "$BENCH" memory --url "$(url_of "$backend")" --strategy "$strategy" --locks "$n" \
           --json "$G/parts/memory-$backend-$strategy-$n.json" >&2 ||
-          { failed=1; echo "FAILED: memory $backend $strategy $n" >&2; }
+          { rc=$?; failed=1; echo "FAILED: memory $backend $strategy $n (exit $rc; 124: timed out)" >&2; }
       done
     done
   done
