@@ -293,8 +293,8 @@ def report(args):
     out = []
     out.append("| backend | strategy | names | P | grants | failures (exit codes) | overlaps | "
                "token order | exit 0 but warned | wall s | grants/s | wait p50 ms | wait p99 ms | peak conns | "
-               "peak / P | verdict |")
-    out.append("|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+               "peak / P | listen overflows | verdict |")
+    out.append("|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         codes = ", ".join(f"{n}× {c}" for c, n in sorted(r["exit_codes"].items()) if c != "0")
         out.append(
@@ -305,6 +305,7 @@ def report(args):
             f" | {fmt(r['wall_seconds'], 2)} | {fmt(r['grants_per_second'])} | "
             f"{fmt(r['wait_p50_ms'], 0)} | {fmt(r['wait_p99_ms'], 0)} | "
             f"{fmt(r['peak_connections'])} | {fmt(r['peak_per_process'], 2)} | "
+            f"{fmt(r.get('listen_overflows'))} | "
             f"{'PASS' if r['pass'] else '**FAIL**'} |")
     errors = [(r, c, m) for r in rows for c, m in r["first_errors"].items()]
     if errors:
