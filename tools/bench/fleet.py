@@ -119,7 +119,8 @@ def run(args):
     pids = {}
     t_fork = time.monotonic()
     for i in range(args.processes):
-        cmd = [args.sqlock, "--url", args.url, "run", names[i], "--ttl", "30s", "--wait", args.wait]
+        cmd = [args.sqlock, "--url", args.url, *args.sqlock_args.split(), "run", names[i],
+               "--ttl", "30s", "--wait", args.wait]
         if args.strategy != "unique_key":
             cmd += ["--strategy", args.strategy]
         cmd += ["--", args.job]
@@ -234,7 +235,7 @@ def run(args):
 
     result = {
         "backend": args.backend, "strategy": args.strategy, "mode": args.mode,
-        "processes": args.processes, "wait": args.wait, "job_seconds": float(
+        "processes": args.processes, "wait": args.wait, "sqlock_args": args.sqlock_args, "job_seconds": float(
             os.environ.get("FLEET_JOB_SECONDS", "0.02")),
         "grants": grants, "failures": failures, "exit_codes": codes, "killed": killed,
         "first_errors": first_errors, "warned": warned, "first_warning": first_warning,
@@ -344,6 +345,7 @@ def main():
     r.add_argument("--processes", type=int, required=True)
     r.add_argument("--strategy", default="unique_key")
     r.add_argument("--wait", default="10m")
+    r.add_argument("--sqlock-args", default="", help="global sqlock options, space-separated")
     r.add_argument("--timeout", type=float, default=660)
     r.add_argument("--job", required=True)
     r.add_argument("--dir", required=True)

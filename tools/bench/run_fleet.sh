@@ -13,7 +13,8 @@
 # Environment (defaults): FLEET_BACKENDS ("sqlite postgresql mysql"), FLEET_MODES ("one
 # distinct"), FLEET_SIZES ("1 10 100 300 1000"), FLEET_DISTINCT_SIZES (FLEET_SIZES),
 # FLEET_STRATEGIES ("unique_key"), FLEET_WAIT (10m), FLEET_TIMEOUT (seconds per run, 720),
-# FLEET_JOB_SECONDS (0.02), FLEET_NAME (fleet: the output directory's name).
+# FLEET_JOB_SECONDS (0.02), FLEET_NAME (fleet: the output directory's name), FLEET_SQLOCK_ARGS
+# (global sqlock options for every process, e.g. "--connect-timeout 60s"; none by default).
 # Writes build/release/bench/$FLEET_NAME/results.md and results.json (and runs/*/ per run).
 # Exit status: 0, or 1 when any process failed or any overlap / token order violation was seen.
 set -euo pipefail
@@ -102,6 +103,7 @@ for backend in "${backends[@]}"; do
         t_run=$SECONDS
         python3 "$STAGE/fleet.py" run --sqlock "$SQLOCK" --url "$url" --backend "$backend" \
           --mode "$mode" --processes "$p" --strategy "$strategy" --wait "$WAIT" \
+          --sqlock-args="${FLEET_SQLOCK_ARGS:-}" \
           --timeout "$TIMEOUT" --job "$STAGE/fleet_job.sh" --dir "$dir" \
           --results "$FLEET_OUT/runs.jsonl" "${sampler[@]}" || failed=1
         echo "  ($((SECONDS - t_run)) s including setup)" >&2
