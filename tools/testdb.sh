@@ -16,6 +16,10 @@
 # with cc; async-signal-safe), MariaDB libfaketime (package faketime), which also shifts its
 # absolute-deadline waits. The file must be readable by the server users.
 #
+# Opt-in: with TESTDB_DEFAULT_LIMITS=1, "start" gives the servers the connection limits of the
+# Debian packages (PostgreSQL max_connections = 100, MariaDB max_connections = 151) instead of
+# 200 each, for benchmarks of many processes against a default server (tools/bench/run_fleet.sh).
+#
 # The system instances (/var/lib/postgresql, /var/lib/mysql, /etc/...) are never used or touched.
 set -euo pipefail
 
@@ -233,6 +237,9 @@ do_start() {
   pgport=$(pick_port)
   myport=$(pick_port "$pgport")
   trap start_failed EXIT
+  # Tests get headroom (200); TESTDB_DEFAULT_LIMITS=1 keeps the packages' defaults.
+  local pg_max=200 my_max=200
+  [[ ${TESTDB_DEFAULT_LIMITS:-0} == 1 ]] && pg_max=100 my_max=151
 
   # --- PostgreSQL
   mkdir -m 700 "$DIR/pg" "$DIR/pg-sock"
@@ -247,7 +254,7 @@ do_start() {
 listen_addresses = '127.0.0.1'
 port = $pgport
 unix_socket_directories = '$DIR/pg-sock'
-max_connections = 200
+max_connections = $pg_max
 password_encryption = 'scram-sha-256'
 EOF
   # -W: don't wait here; we poll both servers together below.
@@ -269,7 +276,7 @@ EOF
   # setsid detaches it from our session/terminal.
   myargs+=(--port="$myport" --bind-address=127.0.0.1
     --socket="$DIR/mariadb/mysqld.sock" --pid-file="$DIR/mariadb/mysqld.pid"
-    --log-error="$DIR/mariadb.log" --skip-name-resolve --max-connections=200
+    --log-error="$DIR/mariadb.log" --skip-name-resolve --max-connections="$my_max"
     --innodb-flush-log-at-trx-commit=1 --character-set-server=utf8mb4
     --collation-server=utf8mb4_general_ci)
   # Kept for "restart" (same arguments after a crash), one per line.
