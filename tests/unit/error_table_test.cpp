@@ -111,15 +111,15 @@ TEST_CASE("a new connection that got no answer in time is told apart from a refu
     using sqlock::is_connect_unanswered;
     // The texts seen with a stopped server (it accepts TCP, then never answers).
     CHECK(is_connect_unanswered(error(errc::connection,
-                                   "postgresql: cannot connect to postgresql://u:***@h:5432/d: "
-                                   "connection to server at \"127.0.0.1\", port 5432 failed: "
-                                   "timeout expired",
-                                   "postgresql")));
+                                      "postgresql: cannot connect to postgresql://u:***@h:5432/d: "
+                                      "connection to server at \"127.0.0.1\", port 5432 failed: "
+                                      "timeout expired",
+                                      "postgresql")));
     CHECK(is_connect_unanswered(error(errc::connection,
-                                   "mysql: cannot connect to mysql://u:***@h:3306/d: Lost "
-                                   "connection to server at 'handshake: reading initial "
-                                   "communication packet', system error: 110 (error 2013)",
-                                   "mysql", 2013)));
+                                      "mysql: cannot connect to mysql://u:***@h:3306/d: Lost "
+                                      "connection to server at 'handshake: reading initial "
+                                      "communication packet', system error: 110 (error 2013)",
+                                      "mysql", 2013)));
     // Closed before any reply (a refusal lost under load, a server restarting).
     CHECK(is_connect_unanswered(error(errc::connection,
                                       "postgresql: cannot connect to ...: connection to server "
@@ -128,20 +128,20 @@ TEST_CASE("a new connection that got no answer in time is told apart from a refu
                                       "postgresql")));
     // Still recognised once `sqlock run --wait` gave up on it at its deadline.
     CHECK(is_connect_unanswered(error(errc::timeout,
-                                   "lock \"x\" not granted within --wait: ... (postgresql: "
-                                   "cannot connect to ...: timeout expired)",
-                                   "postgresql")));
+                                      "lock \"x\" not granted within --wait: ... (postgresql: "
+                                      "cannot connect to ...: timeout expired)",
+                                      "postgresql")));
     // Refused, unknown host, wrong password: not timeouts.
     CHECK_FALSE(is_connect_unanswered(error(
         errc::connection, "postgresql: cannot connect to ...: Connection refused", "postgresql")));
     CHECK_FALSE(is_connect_unanswered(error(errc::connection,
-                                         "postgresql: cannot connect to ...: password "
-                                         "authentication failed for user \"u\"",
-                                         "postgresql", 0, "28P01")));
+                                            "postgresql: cannot connect to ...: password "
+                                            "authentication failed for user \"u\"",
+                                            "postgresql", 0, "28P01")));
     CHECK_FALSE(is_connect_unanswered(error(errc::connection,
-                                         "mysql: cannot connect to ...: Can't connect to server "
-                                         "on '127.0.0.1' (111) (error 2003)",
-                                         "mysql", 2003)));
+                                            "mysql: cannot connect to ...: Can't connect to server "
+                                            "on '127.0.0.1' (111) (error 2003)",
+                                            "mysql", 2003)));
     // A statement that timed out on an open connection is not a connect timeout.
     CHECK_FALSE(is_connect_unanswered(
         error(errc::connection, "postgresql: connection lost: timeout expired", "postgresql")));

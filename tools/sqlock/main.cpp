@@ -290,7 +290,8 @@ sqlock::database open_waiting(const options& o, steady::time_point deadline,
             return open(o);
         } catch (const sqlock::error& e) {
             const bool full = sqlock::is_server_full(e);
-            if ((!full && !sqlock::is_connect_unanswered(e)) || deadline == steady::time_point::min())
+            if ((!full && !sqlock::is_connect_unanswered(e)) ||
+                deadline == steady::time_point::min())
                 throw;
             const auto now = steady::now();
             if (!refused_since)
