@@ -225,7 +225,7 @@ std::optional<pooled_session> database_impl::try_checkout_idle() noexcept {
 }
 
 bool database_impl::listen_for_releases(session& s) noexcept {
-    if (m_config.kind != backend_kind::postgresql)
+    if (!notifies_releases())
         return false;
     if (s.listening())
         return true;
@@ -333,7 +333,7 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
     }
     {
         std::lock_guard lock(m_pool_mutex);
-        if (m_config.kind == backend_kind::postgresql && !m_idle.empty()) {
+        if (pools_lock_sessions() && !m_idle.empty()) {
             // One kind of session on PostgreSQL: the pool's idle one becomes the lock's, so a
             // process with one lock keeps one connection (DESIGN §12).
             auto s = std::move(m_idle.back());
@@ -377,7 +377,7 @@ void database_impl::unpin(std::string_view lock_name, std::unique_ptr<session> s
     s->unlisten(); // no-op unless it waited for releases
     if (!s->usable())
         return; // closes it
-    if (m_config.kind == backend_kind::postgresql) {
+    if (pools_lock_sessions()) {
         std::lock_guard lock(m_pool_mutex);
         if (m_open < m_options.pool_size) {
             m_idle.push_back(std::move(s));
@@ -483,17 +483,18 @@ void database_impl::record_clock_step(session& s) noexcept {
     }
 }
 
-void database_impl::note_durable_hwm(std::int64_t hwm) noexcept {
-    auto seen = m_durable_token_hwm.load();
-    while (seen < hwm && !m_durable_token_hwm.compare_exchange_weak(seen, hwm)) {
+namespace {
+/// Raises `value` to `to` (never lowers it), against concurrent raises.
+void raise_to(std::atomic<std::int64_t>& value, std::int64_t to) noexcept {
+    auto seen = value.load();
+    while (seen < to && !value.compare_exchange_weak(seen, to)) {
     }
 }
+} // namespace
 
 void database_impl::cover_token_durably(std::int64_t token) {
-    auto seen = m_token_seen.load();
-    while (seen < token && !m_token_seen.compare_exchange_weak(seen, token)) {
-    }
-    if (token <= m_durable_token_hwm.load() || m_catalog.is_noop(statement::fu_raise_hwm))
+    raise_to(m_token_seen, token);
+    if (token_covered(token))
         return;
     const auto r = run(statement::fu_raise_hwm, {token, token_reserve_block});
     const std::int64_t hwm =
@@ -503,15 +504,15 @@ void database_impl::cover_token_durably(std::int64_t token) {
                                               m_config.redacted_url +
                                               " is missing or below token " +
                                               std::to_string(token) + ": run sqlock migrate");
-    note_durable_hwm(hwm);
+    raise_to(m_durable_token_hwm, hwm);
 }
 
 bool database_impl::reserves_on_lock_session() const noexcept {
-    return !m_catalog.is_noop(statement::fu_reserve_tokens);
+    return !m_catalog.is_noop(statement::fu_raise_hwm);
 }
 
 bool database_impl::token_covered(std::int64_t token) const noexcept {
-    return token <= m_durable_token_hwm.load() || m_catalog.is_noop(statement::fu_raise_hwm);
+    return !reserves_on_lock_session() || token <= m_durable_token_hwm.load();
 }
 
 void database_impl::reserve_tokens_on(session& s, std::int64_t at_least) {
@@ -523,11 +524,11 @@ void database_impl::reserve_tokens_on(session& s, std::int64_t at_least) {
             std::max(m_token_seen.load(), at_least) + token_reserve_block / 2)
         return;
     m_statements_sent.fetch_add(1, std::memory_order_relaxed);
-    const auto r = s.execute(statement::fu_reserve_tokens, {token_reserve_block});
+    const auto r = s.execute(statement::fu_raise_hwm, {std::int64_t{0}, token_reserve_block});
     if (s.in_transaction())
         s.commit(); // MariaDB lock sessions: autocommit is off
-    note_durable_hwm(r.rows.empty() || r.rows.front().empty() ? 0
-                                                              : column_int(r.rows.front().front()));
+    raise_to(m_durable_token_hwm,
+             r.rows.empty() || r.rows.front().empty() ? 0 : column_int(r.rows.front().front()));
 }
 
 result database_impl::run_async_release(statement id, std::initializer_list<param> params) {
@@ -544,12 +545,7 @@ result database_impl::run_async_release(statement id, std::initializer_list<para
                 auto results = routed->execute_batch(items);
                 return std::move(results[2]);
             } catch (...) {
-                // Not ours to close: end the failed transaction instead (or leave it broken).
-                try {
-                    if (routed->usable())
-                        routed->query("ROLLBACK");
-                } catch (...) {
-                }
+                routed->rollback(); // not ours to close: end its failed transaction instead
                 throw;
             }
         }

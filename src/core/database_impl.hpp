@@ -170,15 +170,24 @@ public:
     /// where fu_raise_hwm is a no-op (tokens durable already). Throws sqlock::error.
     void cover_token_durably(std::int64_t token);
     /// select_for_update, before locking on lock session `s` (outside a transaction): where
-    /// the backend can (reserves_on_lock_session(): PostgreSQL), raises the durable mark to
+    /// the backend can (reserves_on_lock_session(): PostgreSQL, MariaDB), raises the durable mark to
     /// the token sequence's position + token_reserve_block on `s` itself when the marks this
     /// handle raised may not cover its next tokens (nor `at_least` + half a block), so that
     /// the grant needs no second connection for cover_token_durably(). Throws sqlock::error.
     void reserve_tokens_on(session& s, std::int64_t at_least);
-    /// True where reserve_tokens_on() does something (fu_reserve_tokens is not a no-op).
+    /// True where reserve_tokens_on() does something (fu_raise_hwm is not a no-op).
     bool reserves_on_lock_session() const noexcept;
     /// True when `token` may be handed out without raising the durable mark first.
     bool token_covered(std::int64_t token) const noexcept;
+
+    /// PostgreSQL: every session is alike, so lock sessions come from the pool and go back to
+    /// it. Elsewhere lock sessions differ (MariaDB: autocommit off; SQLite: a lock file).
+    bool pools_lock_sessions() const noexcept { return kind() == backend_kind::postgresql; }
+    /// A lock session is a connection to the database itself, so statements for the lock's
+    /// row can run on it outside the lock's transaction (not SQLite's per-name lock files).
+    bool lock_sessions_reach_tables() const noexcept { return kind() != backend_kind::sqlite; }
+    /// Releases are announced to listening sessions (PostgreSQL NOTIFY); elsewhere waiters poll.
+    bool notifies_releases() const noexcept { return kind() == backend_kind::postgresql; }
 
     /// The reaper's part for leases never released (see reap_options::settle): reads the held
     /// leases that look expired for longer than `grace`, drops those this handle has seen
@@ -245,13 +254,10 @@ private:
     std::atomic<std::uint64_t> m_acquire_attempts{0};
     std::atomic<std::uint64_t> m_connects_attempted{0};
     std::atomic<int> m_schema_version{-1}; ///< -1: not checked (check_schema off)
-    /// The largest high-water mark a durable fu_raise_hwm / fu_reserve_tokens of this handle
-    /// returned (0: none).
+    /// The largest high-water mark a durable fu_raise_hwm of this handle returned (0: none).
     std::atomic<std::int64_t> m_durable_token_hwm{0};
     /// The largest select_for_update token this handle handed out (0: none).
     std::atomic<std::int64_t> m_token_seen{0};
-    /// Raises m_durable_token_hwm to `hwm` (never lowers it).
-    void note_durable_hwm(std::int64_t hwm) noexcept;
     /// What reap_stale_leases() has seen of leases that look expired, by name.
     std::mutex m_reap_mutex;
     std::map<std::string, lease_sighting> m_reap_sightings;

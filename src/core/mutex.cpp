@@ -471,7 +471,7 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         // pooled session its attempts ran on, kept from now on. Never a new connection, and
         // never after a failed attempt (a release is not what that waits for).
         detail::session* listener = nullptr;
-        if (!failed && db.kind() == backend_kind::postgresql) {
+        if (!failed && db.notifies_releases()) {
             listener = detail::seat_session(attempts);
             if (!listener) {
                 if (!wait_session) {

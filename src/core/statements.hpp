@@ -56,12 +56,9 @@ enum class statement : std::size_t {
     fu_check,       ///< -> 1 row: the holding session is alive
     fu_create_row,  ///< (pool) $1 name: create the row to lock, if missing
     fu_next_token,  ///< (pool) -> 1 row (token), for backends whose fu_lock returns NULL
-    fu_raise_hwm,   ///< (pool) $1 token $2 block -> 1 row (the durable high-water mark, >= $1),
-                    ///<   committed durably; a no-op where fu tokens are durable already
-    /// (lock session, outside a transaction) $1 block -> 1 row: raise the durable mark to the
-    /// token sequence's position + $1, committed durably (no-op: SQLite, whose tokens are durable
-    /// already)
-    fu_reserve_tokens,
+    fu_raise_hwm,   ///< $1 token $2 block -> 1 row: the durable high-water mark, raised to
+                    ///<   >= max($1, the sequence's position) + $2, committed durably (lock
+                    ///<   session before locking, or pool); a no-op where tokens are durable
     /// (pool) after fu_lock reported an unrecovered server incarnation: move the token
     /// sequence past the high-water mark and mark the incarnation recovered (no-op: none)
     fu_recover_tokens,
@@ -138,7 +135,6 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "fu_create_row",
     "fu_next_token",
     "fu_raise_hwm",
-    "fu_reserve_tokens",
     "fu_recover_tokens",
     "uk_queue_enter",
     "uk_queue_leave",

@@ -9,12 +9,12 @@
 //   first use of a name: + ROLLBACK, fu_create_row (same session), and the batch again.
 //   re-entry: fu_check (one round trip; proves the session, and so the lock, is alive).
 //   release:  COMMIT (one round trip); a re-entrant hold is counted locally.
-//   tokens:   fu_reserve_tokens (one durable commit; MariaDB + COMMIT) on the lock session
+//   tokens:   fu_raise_hwm (one durable commit; MariaDB + COMMIT) on the lock session
 //             before the batch, when the durable high-water mark this handle raised may not
 //             cover its next tokens: the first acquire of a handle, then about once per half
 //             token_reserve_block tokens. A grant whose token is still above it (others drew
 //             many tokens meanwhile) is given back, reserved for and taken again, so the lock
-//             never needs a second connection (fu_raise_hwm on the pool is the last resort).
+//             never needs a second connection (the same raise on the pool is the last resort).
 //             After a server restart that may have set the token sequence back (fu_lock's
 //             second column is 0): ROLLBACK, fu_recover_tokens (same session), and the batch
 //             again.
@@ -191,7 +191,7 @@ private:
     static void run_beside_lock(database_impl& db, std::string_view name,
                                 std::unique_ptr<session> s, statement id,
                                 std::initializer_list<param> params) {
-        if (db.kind() == backend_kind::sqlite) {
+        if (!db.lock_sessions_reach_tables()) {
             db.unpin(name, std::move(s));
             db.run(id, params);
             return;

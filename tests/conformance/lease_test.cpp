@@ -279,8 +279,11 @@ TEST_SUITE("lease_sqlite") {
         m.lock();
         auto blocker = db().impl()->checkout();
         blocker->begin(); // BEGIN IMMEDIATE: every other writer waits
+        const auto sent = d.impl()->statements_sent();
         std::jthread lift([&] {
-            std::this_thread::sleep_for(450ms); // longer than one busy timeout
+            // Lifted once a second release was sent, i.e. the first was refused as busy (the
+            // write lock outlasted its busy timeout); without a retry it never comes.
+            test::eventually([&] { return d.impl()->statements_sent() >= sent + 2; }, 3s);
             blocker->rollback();
         });
         m.unlock();

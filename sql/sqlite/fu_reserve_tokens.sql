@@ -1,1 +1,0 @@
--- Nothing to send: fu_next_token commits every token durably, so no high-water mark is needed.
