@@ -4,7 +4,6 @@
 #include "core/sql_text.hpp"
 
 #include <algorithm>
-#include <arpa/inet.h>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -17,7 +16,9 @@
 #include <cppconn/resultset_metadata.h>
 #include <cppconn/statement.h>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits>
@@ -25,12 +26,12 @@
 #include <memory>
 #include <mysql_connection.h>
 #include <mysql_driver.h>
-#include <netinet/in.h>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace sqlock::detail {
@@ -131,19 +132,47 @@ sql::mysql::MySQL_Driver* driver() {
     return instance;
 }
 
-/// The TCP port of a socket address (0 for anything but IPv4/IPv6).
-int port_of(const sockaddr_storage& address) {
-    if (address.ss_family == AF_INET)
-        return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
-    if (address.ss_family == AF_INET6)
-        return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
-    return 0;
+/// The TCP sockets of this network namespace by inode, with their local and remote ports, read
+/// from /proc/self/net/tcp and tcp6 (lines "sl local:PORT remote:PORT st ... uid timeout inode").
+std::map<unsigned long, std::pair<int, int>> tcp_ports_by_inode() {
+    std::map<unsigned long, std::pair<int, int>> ports;
+    for (const char* table : {"/proc/self/net/tcp", "/proc/self/net/tcp6"}) {
+        std::FILE* file = std::fopen(table, "re");
+        if (!file)
+            continue;
+        char line[512];
+        bool header = true;
+        while (std::fgets(line, sizeof line, file)) {
+            if (std::exchange(header, false))
+                continue;
+            char local[64];
+            char remote[64];
+            unsigned long inode = 0;
+            // sl local rem st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+            if (std::sscanf(line, "%*s %63s %63s %*s %*s %*s %*s %*s %*s %lu", local, remote,
+                            &inode) != 3 ||
+                inode == 0)
+                continue;
+            const char* local_port = std::strrchr(local, ':');
+            const char* remote_port = std::strrchr(remote, ':');
+            if (local_port && remote_port)
+                ports[inode] = {static_cast<int>(std::strtol(local_port + 1, nullptr, 16)),
+                                static_cast<int>(std::strtol(remote_port + 1, nullptr, 16))};
+        }
+        std::fclose(file);
+    }
+    return ports;
 }
 
-/// Calls `visit(fd, local, peer)` for each TCP socket of this process until it returns true.
-/// Connector/C++ 1.1 does not expose its socket, so sessions find theirs here.
+/// Calls `visit(fd, local_port, remote_port)` for each TCP socket of this process until it
+/// returns true. Connector/C++ 1.1 does not expose its socket, so sessions find theirs here.
+/// It names sockets by their /proc links and never touches a descriptor it does not visit:
+/// other threads open and close descriptors meanwhile.
 template <typename Visit>
 void for_each_tcp_socket(Visit&& visit) {
+    const auto ports = tcp_ports_by_inode();
+    if (ports.empty())
+        return;
     DIR* dir = opendir("/proc/self/fd");
     if (!dir)
         return;
@@ -152,18 +181,18 @@ void for_each_tcp_socket(Visit&& visit) {
         const long fd = std::strtol(entry->d_name, &end, 10);
         if (end == entry->d_name || *end != '\0' || fd == dirfd(dir))
             continue;
-        struct stat st {};
-        if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode))
+        char link[64];
+        const std::string path = std::string("/proc/self/fd/") + entry->d_name;
+        const ssize_t size = readlink(path.c_str(), link, sizeof link - 1);
+        if (size <= 0)
             continue;
-        sockaddr_storage local{};
-        sockaddr_storage peer{};
-        socklen_t local_size = sizeof local;
-        socklen_t peer_size = sizeof peer;
-        if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &local_size) ==
-                0 &&
-            getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &peer_size) ==
-                0 &&
-            visit(static_cast<int>(fd), local, peer))
+        link[size] = '\0';
+        unsigned long inode = 0;
+        if (std::sscanf(link, "socket:[%lu]", &inode) != 1)
+            continue;
+        const auto socket = ports.find(inode);
+        if (socket != ports.end() &&
+            visit(static_cast<int>(fd), socket->second.first, socket->second.second))
             break;
     }
     closedir(dir);
@@ -173,8 +202,8 @@ void for_each_tcp_socket(Visit&& visit) {
 /// or -1 (the server tells us our port).
 int find_tcp_socket(int local_port, int server_port) {
     int found = -1;
-    for_each_tcp_socket([&](int fd, const sockaddr_storage& local, const sockaddr_storage& peer) {
-        if (port_of(local) != local_port || port_of(peer) != server_port)
+    for_each_tcp_socket([&](int fd, int local, int remote) {
+        if (local != local_port || remote != server_port)
             return false;
         found = fd;
         return true;
@@ -186,8 +215,8 @@ int find_tcp_socket(int local_port, int server_port) {
 /// without it, so a command started by the process (`sqlock run -- CMD`) would inherit the
 /// connection, and keep a select_for_update lock alive on the server after this process died.
 void close_server_sockets_on_exec(int server_port) {
-    for_each_tcp_socket([&](int fd, const sockaddr_storage&, const sockaddr_storage& peer) {
-        if (port_of(peer) == server_port) {
+    for_each_tcp_socket([&](int fd, int, int remote) {
+        if (remote == server_port) {
             const int flags = fcntl(fd, F_GETFD);
             if (flags >= 0 && (flags & FD_CLOEXEC) == 0)
                 fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
