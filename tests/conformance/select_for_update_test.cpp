@@ -6,12 +6,15 @@
 #include <condition_variable>
 #include <doctest/doctest.h>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <signal.h>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 using namespace std::chrono_literals;
 using sqlock::mutex;
@@ -56,6 +59,39 @@ TEST_SUITE("select_for_update") {
         CHECK(std::chrono::steady_clock::now() - start < 1s);
         b.unlock();
         a.unlock();
+    }
+
+    TEST_CASE("holding many names never blocks creating and locking the names between them") {
+        // Under REPEATABLE READ, InnoDB turns a held row lock into a gap lock when the lock
+        // table's page splits at that row: new names sorting just before it could not be
+        // created until it was released. Lock sessions run READ COMMITTED, which never
+        // inherits such gap locks. Names "P-0", "P-1", "P-10".. interleave, so the inserts of
+        // "P-<i>b" below split pages among held rows.
+        const auto prefix = unique_name("split");
+        const auto name = [&](int i, std::string_view suffix) {
+            return prefix + "-" + std::to_string(i) + std::string(suffix);
+        };
+        constexpr int held_count = 120;
+        for (int i = 0; i < held_count; ++i) { // rows first: then the holds are on old rows
+            mutex m(db(), name(i, ""), opts());
+            m.lock();
+            m.unlock();
+        }
+        std::vector<std::unique_ptr<mutex>> held;
+        for (int i = 0; i < held_count; ++i) {
+            held.push_back(std::make_unique<mutex>(db(), name(i, ""), opts()));
+            REQUIRE(held.back()->try_lock());
+        }
+        for (int i = 0; i < held_count; ++i) {
+            mutex beside(db(), name(i, "b"), opts());
+            const auto start = std::chrono::steady_clock::now();
+            INFO("name " << name(i, "b"));
+            REQUIRE(beside.try_lock_for(5s));
+            CHECK(std::chrono::steady_clock::now() - start < 2s);
+            beside.unlock();
+        }
+        for (auto& m : held)
+            m->unlock();
     }
 
     TEST_CASE("killing the holder's session: another owner gets the lock, the holder learns it") {

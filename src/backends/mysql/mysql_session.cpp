@@ -262,7 +262,8 @@ public:
             // Lock sessions run with autocommit off: the locking SELECT itself opens the
             // transaction, so an acquire needs no START TRANSACTION round trip.
             if (config.purpose == session_purpose::lock_holder) {
-                m_plain->execute("SET SESSION autocommit = 0");
+                m_plain->execute("SET SESSION autocommit = 0, "
+                                 "tx_isolation = 'READ-COMMITTED'");
                 m_autocommit_off = true;
                 // Operators (and tests) KILL a stuck holder by this id. The client address
                 // the server sees ("127.0.0.1:PORT") finds our socket, so that usable() can see
