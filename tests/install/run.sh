@@ -8,8 +8,18 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 libdir=$(ls -d "$work"/prefix/lib*/ | head -1)
+libdir=${libdir%/}
 test -x "$work/prefix/bin/sqlock"
-test -f "$work/prefix/include/sqlock/sqlock.hpp"
+# The installed CLI runs as installed: no ldconfig, no LD_LIBRARY_PATH (relative RUNPATH).
+env -u LD_LIBRARY_PATH "$work/prefix/bin/sqlock" --version >/dev/null
+env -u LD_LIBRARY_PATH "$work/prefix/bin/sqlock" --url "sqlite://$work/cli.db" migrate >/dev/null
+env -u LD_LIBRARY_PATH "$work/prefix/bin/sqlock" --url "sqlite://$work/cli.db" run install-test -- true
+# ...and it loads the installed library, not the build tree's.
+loaded=$(env -u LD_LIBRARY_PATH ldd "$work/prefix/bin/sqlock" | awk '/libsqlock\.so/ { print $3 }')
+if [[ -z $loaded || $(realpath "$(dirname "$loaded")") != "$(realpath "$libdir")" ]]; then
+    echo "the installed sqlock loads '${loaded:-no libsqlock}', not $libdir/libsqlock.so" >&2
+    exit 1
+fi
 if grep -rqE 'pqxx|cppconn|sqlite3\.h' "$work/prefix/include/sqlock"; then
     echo "public headers mention a backend library" >&2
     exit 1
