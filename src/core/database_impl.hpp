@@ -26,6 +26,9 @@ namespace sqlock::detail {
 
 class database_impl;
 
+/// The directory of a backend's embedded SQL: "sql/<dir>/", "migrations/<dir>/".
+std::string_view backend_dir(backend_kind kind) noexcept;
+
 /// A session checked out of the pool; returned on destruction (dropped when broken).
 class pooled_session {
 public:
@@ -170,8 +173,8 @@ public:
     /// where fu_raise_hwm is a no-op (tokens durable already). Throws sqlock::error.
     void cover_token_durably(std::int64_t token);
     /// select_for_update, before locking on lock session `s` (outside a transaction): where
-    /// the backend can (reserves_on_lock_session(): PostgreSQL, MariaDB), raises the durable mark to
-    /// the token sequence's position + token_reserve_block on `s` itself when the marks this
+    /// the backend can (reserves_on_lock_session(): PostgreSQL, MariaDB), raises the durable mark
+    /// to the token sequence's position + token_reserve_block on `s` itself when the marks this
     /// handle raised may not cover its next tokens (nor `at_least` + half a block), so that
     /// the grant needs no second connection for cover_token_durably(). Throws sqlock::error.
     void reserve_tokens_on(session& s, std::int64_t at_least);

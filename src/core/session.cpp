@@ -1,0 +1,94 @@
+// What every backend's session shares: skipping unchanged settings, the clock watch, and
+// running single statements and batches.
+#include "core/session.hpp"
+
+#include "core/clock_watch.hpp"
+
+namespace sqlock::detail {
+
+bool session::needs_sending(statement id, std::span<const param> params) {
+    if (m_catalog.is_noop(id))
+        return false;
+    const auto index = static_cast<std::size_t>(id);
+    if (!m_catalog.skip_if_unchanged[index])
+        return true;
+    // Compare only the parameters this backend's SQL uses ($N present in the text).
+    const auto& text = m_catalog.text[index];
+    std::vector<std::optional<std::string>> used;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        // (Appending rather than "x" + string: GCC 12 -O3 warns falsely on the latter.)
+        std::string placeholder(1, '$');
+        placeholder.append(std::to_string(i + 1));
+        if (text.find(placeholder) == std::string::npos) {
+            used.emplace_back(std::nullopt);
+        } else if (const auto* n = std::get_if<std::int64_t>(&params[i])) {
+            used.emplace_back(std::to_string(*n));
+        } else if (const auto* v = std::get_if<std::string_view>(&params[i])) {
+            std::string quoted(1, '\'');
+            quoted.append(*v);
+            used.emplace_back(std::move(quoted));
+        } else {
+            used.emplace_back("NULL");
+        }
+    }
+    auto& last = m_last_params[index];
+    if (last && *last == used)
+        return false;
+    last = std::move(used);
+    return true;
+}
+
+void session::show_clock(statement id, const result& res,
+                         std::chrono::steady_clock::time_point sent) {
+    if (m_clock == nullptr || !m_catalog.returns_server_clock(id) || res.rows.empty() ||
+        res.rows.front().empty() || !res.rows.front().back())
+        return;
+    m_clock->observe(column_int(res.rows.front().back()), sent, std::chrono::steady_clock::now());
+}
+
+result session::execute(statement id, std::span<const param> params) {
+    if (!needs_sending(id, params))
+        return {};
+    try {
+        const auto sent = std::chrono::steady_clock::now();
+        auto res = do_execute(id, params);
+        show_clock(id, res, sent);
+        return res;
+    } catch (...) {
+        m_last_params[static_cast<std::size_t>(id)].reset(); // unknown state: send next time
+        throw;
+    }
+}
+
+std::vector<result> session::execute_batch(std::span<const batch_item> items) {
+    std::vector<result> out(items.size());
+    std::vector<batch_item> to_send;
+    std::vector<std::size_t> slots;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (needs_sending(items[i].id, items[i].params)) {
+            to_send.push_back(items[i]);
+            slots.push_back(i);
+        }
+    }
+    std::vector<result> sent(to_send.size());
+    const auto sent_at = std::chrono::steady_clock::now();
+    try {
+        do_execute_batch(to_send, sent);
+    } catch (...) {
+        for (const auto& item : to_send)
+            m_last_params[static_cast<std::size_t>(item.id)].reset();
+        throw;
+    }
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+        show_clock(to_send[k].id, sent[k], sent_at);
+        out[slots[k]] = std::move(sent[k]);
+    }
+    return out;
+}
+
+void session::do_execute_batch(std::span<const batch_item> items, std::vector<result>& out) {
+    for (std::size_t i = 0; i < items.size(); ++i)
+        out[i] = do_execute(items[i].id, items[i].params);
+}
+
+} // namespace sqlock::detail
