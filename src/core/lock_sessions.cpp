@@ -1,6 +1,6 @@
 // Lock sessions: the connection (or SQLite lock file) a lock is held on, pinned for the hold
 // and reused after; route_scope sends a thread's statements through a session it holds.
-#include "backends/backend.hpp"
+#include "backends/module.hpp"
 #include "core/database_impl.hpp"
 #include "core/owner.hpp"
 
@@ -43,7 +43,7 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
                 }
             }
         }
-        return watched(open_sqlite_session(config, m_catalog));
+        return watched(backend_for(config.kind).open_session(config, m_catalog));
     }
     {
         std::lock_guard lock(m_pool_mutex);
@@ -79,9 +79,7 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
     config.purpose = session_purpose::lock_holder;
     config.client_identity = this_process().id;
     m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
-    return watched(config.kind == backend_kind::postgresql
-                       ? open_postgres_session(config, m_catalog)
-                       : open_mysql_session(config, m_catalog));
+    return watched(backend_for(config.kind).open_session(config, m_catalog));
 }
 
 void database_impl::unpin(std::string_view lock_name, std::unique_ptr<session> s) noexcept {

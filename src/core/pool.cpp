@@ -1,6 +1,6 @@
 // The connection pool: sessions are opened on demand up to pool_size and handed back
 // when a statement or a caller is done with them.
-#include "backends/backend.hpp"
+#include "backends/module.hpp"
 #include "core/database_impl.hpp"
 
 namespace sqlock::detail {
@@ -19,15 +19,7 @@ void pooled_session::discard() noexcept {
 
 std::unique_ptr<session> database_impl::open_session() {
     m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
-    switch (m_config.kind) {
-    case backend_kind::postgresql:
-        return watched(open_postgres_session(m_config, m_catalog));
-    case backend_kind::mysql:
-        return watched(open_mysql_session(m_config, m_catalog));
-    case backend_kind::sqlite:
-        return watched(open_sqlite_session(m_config, m_catalog));
-    }
-    throw std::logic_error("unknown backend");
+    return watched(backend_for(m_config.kind).open_session(m_config, m_catalog));
 }
 
 pooled_session database_impl::checkout() {

@@ -20,6 +20,41 @@ if [[ -z $loaded || $(realpath "$(dirname "$loaded")") != "$(realpath "$libdir")
     echo "the installed sqlock loads '${loaded:-no libsqlock}', not $libdir/libsqlock.so" >&2
     exit 1
 fi
+# The CLI and the library load no database client library; each backend module loads its own.
+drivers='libpq|libpqxx|libmysqlcppconn|libmariadb|libsqlite3'
+for binary in "$work/prefix/bin/sqlock" "$libdir/libsqlock.so.0"; do
+    if env -u LD_LIBRARY_PATH ldd "$binary" | grep -E "$drivers"; then
+        echo "$binary loads a database client library" >&2
+        exit 1
+    fi
+done
+for module in "$libdir"/sqlock0/sqlock-*.so; do
+    backend=$(basename "$module" .so)
+    backend=${backend#sqlock-}
+    driver=$(case $backend in postgresql) echo libpq ;; mysql) echo libmysqlcppconn ;;
+        sqlite) echo libsqlite3 ;; esac)
+    if ! env -u LD_LIBRARY_PATH ldd "$module" | grep -q "$driver"; then
+        echo "$module does not load $driver" >&2
+        exit 1
+    fi
+done
+# A backend component whose module is not installed is reported, naming its package; the
+# CLI says the same when it needs it.
+mv "$libdir/sqlock0/sqlock-sqlite.so" "$work/sqlock-sqlite.so"
+if cmake -S "$src/tests/install" -B "$work/no-module" -DCMAKE_PREFIX_PATH="$work/prefix" \
+    >"$work/no-module.log" 2>&1; then
+    echo "find_package(sqlock COMPONENTS sqlite) succeeded without the sqlite module" >&2
+    exit 1
+fi
+grep -q "install libsqlock0-sqlite" "$work/no-module.log"
+if env -u LD_LIBRARY_PATH "$work/prefix/bin/sqlock" --url "sqlite://$work/cli.db" status \
+    2>"$work/no-module.err"; then
+    echo "sqlock ran on SQLite without the sqlite module" >&2
+    exit 1
+fi
+grep -q "the sqlite backend is not installed.*install the package libsqlock0-sqlite" \
+    "$work/no-module.err"
+mv "$work/sqlock-sqlite.so" "$libdir/sqlock0/sqlock-sqlite.so"
 if grep -rqE 'pqxx|cppconn|sqlite3\.h' "$work/prefix/include/sqlock"; then
     echo "public headers mention a backend library" >&2
     exit 1

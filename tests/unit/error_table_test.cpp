@@ -1,12 +1,16 @@
-// Native error codes -> sqlock categories, per backend (table-driven; no server needed).
+// Native error codes -> sqlock categories, per backend (table-driven; no server needed). The
+// backend tables are compiled in from the backends this build has (tests/CMakeLists.txt).
 #include "backends/backend.hpp"
 
 #include <doctest/doctest.h>
+#ifdef SQLOCK_TEST_SQLITE
 #include <sqlite3.h>
+#endif
 
 using sqlock::errc;
 using namespace sqlock::detail;
 
+#ifdef SQLOCK_TEST_POSTGRESQL
 TEST_CASE("postgresql SQLSTATE classification") {
     const struct {
         const char* sqlstate;
@@ -23,7 +27,9 @@ TEST_CASE("postgresql SQLSTATE classification") {
         CHECK(classify_postgres_sqlstate(c.sqlstate) == c.expected);
     }
 }
+#endif
 
+#ifdef SQLOCK_TEST_MYSQL
 TEST_CASE("mysql errno classification") {
     const struct {
         int code;
@@ -40,7 +46,9 @@ TEST_CASE("mysql errno classification") {
         CHECK(classify_mysql_errno(c.code) == c.expected);
     }
 }
+#endif
 
+#ifdef SQLOCK_TEST_SQLITE
 TEST_CASE("sqlite result code classification") {
     const struct {
         int code;
@@ -56,6 +64,7 @@ TEST_CASE("sqlite result code classification") {
         CHECK(classify_sqlite_code(c.code) == c.expected);
     }
 }
+#endif
 
 TEST_CASE("retryable categories") {
     CHECK(sqlock::error(errc::connection, "x").retryable());
@@ -148,6 +157,7 @@ TEST_CASE("a new connection that got no answer in time is told apart from a refu
     CHECK_FALSE(is_connect_unanswered(error(errc::timeout, "x", "sqlite")));
 }
 
+#ifdef SQLOCK_TEST_POSTGRESQL
 TEST_CASE("postgresql connection refusals for capacity are recognised in libpq's text") {
     // The texts PostgreSQL 15 sends (all SQLSTATE 53300), as libpq reports them.
     for (const char* text :
@@ -170,3 +180,4 @@ TEST_CASE("postgresql connection refusals for capacity are recognised in libpq's
         CHECK_FALSE(postgres_refused_for_capacity(text));
     }
 }
+#endif

@@ -1,6 +1,7 @@
 // MySQL/MariaDB backend over Connector/C++ 1.1: one connection per session, server-side
 // prepared statements cached per statement id, strict SQL mode, UTC session time zone.
 #include "backends/backend.hpp"
+#include "backends/module.hpp"
 #include "core/sql_text.hpp"
 
 #include <algorithm>
@@ -553,3 +554,5 @@ std::unique_ptr<session> open_mysql_session(const connection_config& config,
 }
 
 } // namespace sqlock::detail
+
+SQLOCK_BACKEND_ENTRY_POINT(mysql, open_mysql_session)

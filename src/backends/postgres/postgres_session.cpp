@@ -19,6 +19,7 @@
 //     (e.g. set_config(..., false)) are undone if that transaction is rolled back;
 //   - after the first failure the later items do not run.
 #include "backends/backend.hpp"
+#include "backends/module.hpp"
 #include "core/session.hpp"
 
 #include <algorithm>
@@ -813,3 +814,5 @@ std::unique_ptr<session> open_postgres_session(const connection_config& config,
 }
 
 } // namespace sqlock::detail
+
+SQLOCK_BACKEND_ENTRY_POINT(postgresql, open_postgres_session)

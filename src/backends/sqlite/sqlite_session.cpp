@@ -1,5 +1,6 @@
 // SQLite backend: one sqlite3 connection per session, WAL, busy timeout, cached statements.
 #include "backends/backend.hpp"
+#include "backends/module.hpp"
 #include "core/sql_text.hpp"
 
 #include <array>
@@ -306,3 +307,5 @@ std::unique_ptr<session> open_sqlite_session(const connection_config& config,
 }
 
 } // namespace sqlock::detail
+
+SQLOCK_BACKEND_ENTRY_POINT(sqlite, open_sqlite_session)

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The Debian packages, as a user gets them: builds them (a Release build for /usr, cpack -G DEB),
+# installs them with apt-get (which resolves their Depends), then checks that
+#   - `sqlock` runs from /usr/bin against SQLite, and `man sqlock` finds the page;
+#   - `ldd` of sqlock and libsqlock lists no database client library; each module lists its own;
+#   - tests/install's consumer builds against the installed headers with CMake (also with
+#     find_package(sqlock COMPONENTS sqlite)) and with pkg-config, and runs;
+# and removes them again. Needs root (it installs into /usr).
+#   tests/packages/run.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$(realpath "$1")
+build=$2
+work=$(mktemp -d)
+packages=()
+cleanup() {
+    if ((${#packages[@]})); then
+        DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq --purge "${packages[@]}" >/dev/null ||
+            true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+if [[ $EUID -ne 0 ]]; then
+    echo "packages: needs root (apt-get install of the built packages)" >&2
+    exit 1
+fi
+
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+    -DSQLOCK_BUILD_TESTS=OFF -DSQLOCK_BUILD_EXAMPLES=OFF -DSQLOCK_BUILD_BENCH=OFF \
+    -DSQLOCK_BUILD_TORTURE=OFF -DSQLOCK_BUILD_DOCS=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)"
+rm -f "$build"/*.deb
+(cd "$build" && cpack -G DEB >/dev/null)
+mapfile -t debs < <(ls "$build"/*.deb)
+for deb in "${debs[@]}"; do
+    packages+=("$(dpkg-deb -f "$deb" Package)")
+    echo "packages: $(basename "$deb"): Depends: $(dpkg-deb -f "$deb" Depends)"
+done
+expected="libsqlock-dev libsqlock0 libsqlock0-mysql libsqlock0-postgresql libsqlock0-sqlite sqlock"
+if [[ $(printf '%s\n' "${packages[@]}" | sort | xargs) != "$expected" ]]; then
+    echo "packages: built ${packages[*]}, expected $expected" >&2
+    exit 1
+fi
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]}" >/dev/null
+
+# The CLI, as installed: no LD_LIBRARY_PATH, no module directory but the installed one.
+env -u LD_LIBRARY_PATH -u SQLOCK_MODULE_DIR sqlock --version
+env -u LD_LIBRARY_PATH -u SQLOCK_MODULE_DIR sqlock --url "sqlite://$work/cli.db" migrate
+env -u LD_LIBRARY_PATH -u SQLOCK_MODULE_DIR sqlock --url "sqlite://$work/cli.db" \
+    run packages-test -- sh -c 'test "$SQLOCK_NAME" = packages-test'
+man -w sqlock >/dev/null
+MANWIDTH=80 man sqlock 2>/dev/null | grep -q 'sqlock'
+
+drivers='libpq|libpqxx|libmysqlcppconn|libmariadb|libsqlite3'
+libdir=$(dirname "$(realpath /usr/lib/*/libsqlock.so.0)")
+for binary in /usr/bin/sqlock "$libdir/libsqlock.so.0"; do
+    if ldd "$binary" | grep -E "$drivers"; then
+        echo "packages: $binary loads a database client library" >&2
+        exit 1
+    fi
+done
+for backend in postgresql:libpq mysql:libmysqlcppconn sqlite:libsqlite3; do
+    module="$libdir/sqlock0/sqlock-${backend%%:*}.so"
+    if ! ldd "$module" | grep -q "${backend#*:}"; then
+        echo "packages: $module does not load ${backend#*:}" >&2
+        exit 1
+    fi
+done
+
+# A program built against the installed development package, both ways.
+cmake -S "$src/tests/install" -B "$work/cmake-build" >/dev/null
+cmake --build "$work/cmake-build" >/dev/null
+"$work/cmake-build/consumer" "sqlite://$work/a.db"
+pkg-config --exists sqlock sqlock-sqlite sqlock-postgresql sqlock-mysql
+# shellcheck disable=SC2046
+g++ -o "$work/pc-consumer" "$src/tests/install/consumer.cpp" $(pkg-config --cflags --libs sqlock)
+"$work/pc-consumer" "sqlite://$work/b.db"
+echo "packages: installed, run and built against: ${packages[*]}"
