@@ -1,4 +1,5 @@
-// database.hpp: a connection pool to one lock database.
+/// @file
+/// database.hpp: a connection pool to one lock database.
 #pragma once
 
 #include <chrono>
@@ -18,7 +19,12 @@ class database_impl;
 }
 
 /// Which kind of server a database handle talks to.
-enum class backend_kind { postgresql, mysql, sqlite };
+enum class backend_kind {
+    postgresql, ///< PostgreSQL (URL scheme postgresql:// or postgres://)
+    mysql,      ///< MariaDB 10.5 or later (URL scheme mysql:// or mariadb://); a connection to
+                ///< any other server is refused with errc::unsupported
+    sqlite      ///< an SQLite file (URL scheme sqlite:)
+};
 
 /// "postgresql", "mysql" or "sqlite".
 std::string_view to_string(backend_kind kind) noexcept;
@@ -40,7 +46,7 @@ struct connect_options {
     /// that connect() + migrate() works on a fresh database.
     bool check_schema = true;
     /// A step of the database server's wall clock at least this large, seen between two
-    /// replies, is reported: to on_clock_step, in the <prefix>clock_steps table and so in
+    /// replies, is reported: to on_clock_step, in the `<prefix>clock_steps` table and so in
     /// `sqlock status`. Locks do not depend on the server's clock for takeover (a step cannot
     /// end a lease early); this is for operators. Must be positive.
     std::chrono::milliseconds clock_step_threshold = std::chrono::seconds(1);
@@ -52,12 +58,17 @@ struct connect_options {
 
 /// One row of the lock table, as reported by the database. Times are the database's clock.
 struct lock_info {
-    std::string name;
+    std::string name;     ///< the lock name
     std::string owner;    ///< full owner id: host:pid:nonce/handle
     std::string host;     ///< holder's host name
     std::int64_t pid = 0; ///< holder's process id
     std::string strategy; ///< "unique_key", ...
+    /// Lease strategies: the fencing token of the current grant while held, else of the last
+    /// one (a force release moves it forward). select_for_update rows carry 0: their grants'
+    /// tokens are not stored in the row.
     std::int64_t token = 0;
+    /// Lease strategies: the holder's re-entrant hold count (1 when free). select_for_update
+    /// rows carry 1: the holding process keeps its count.
     std::int64_t hold_count = 0;
     std::string acquired_at; ///< UTC, "YYYY-MM-DD HH:MM:SS.ffffff"
     std::string expires_at;  ///< UTC, same format
@@ -65,6 +76,8 @@ struct lock_info {
     std::chrono::milliseconds expires_in{0};
     /// How long the current holder has held it (database clock).
     std::chrono::milliseconds held_for{0};
+    /// True when expires_at has passed by the database clock (expires_in <= 0). select_for_update
+    /// rows never expire; held() says whether the lock is held.
     bool expired() const noexcept { return expires_in.count() <= 0; }
     /// Held right now: a live lease, or a select_for_update row locked by a session.
     bool held() const noexcept {
@@ -92,6 +105,7 @@ struct reap_options {
     bool prune_history = true;
 };
 
+/// What database::reap() did (or, in a dry run, would do).
 struct reap_result {
     std::size_t deleted = 0;  ///< lock rows deleted (0 in a dry run)
     std::size_t batches = 0;  ///< statements sent
@@ -103,12 +117,12 @@ struct reap_result {
 
 /// What database::force_release() did.
 struct force_release_result {
-    bool released = false;      ///< false: no such lock row, or nothing to release
-    std::string strategy;       ///< of the row
-    std::string previous_owner; ///< "" when it was free
-    std::int64_t previous_token = 0;
-    std::int64_t new_token = 0;     ///< lease strategies: the token moved past the old holder's
-    std::size_t sessions_ended = 0; ///< select_for_update (PostgreSQL): holder sessions ended
+    bool released = false;           ///< false: no such lock row, or nothing to release
+    std::string strategy;            ///< of the row
+    std::string previous_owner;      ///< "" when it was free
+    std::int64_t previous_token = 0; ///< the row's token before: the old holder's grant
+    std::int64_t new_token = 0;      ///< lease strategies: the token moved past the old holder's
+    std::size_t sessions_ended = 0;  ///< select_for_update (PostgreSQL): holder sessions ended
 };
 
 /// A step of the database server's clock that a sqlock process noticed (database::clock_steps).
@@ -121,17 +135,23 @@ struct clock_step_record {
 
 /// One migration and whether it is applied.
 struct migration_state {
-    int version = 0;
-    std::string name;
-    bool applied = false;
+    int version = 0;      ///< schema version it brings the lock tables to (1, 2, ...)
+    std::string name;     ///< its file name, e.g. "0001_create_locks.sql"
+    bool applied = false; ///< recorded as applied in this database
 };
 
 /// A handle to one lock database: a small pool of connections plus the SQL for its backend.
 ///
 /// Cheap to copy (copies share the pool). Thread-safe: any number of threads may use one
 /// database and the mutexes made from it.
+///
+/// Errors: members that talk to the database throw sqlock::error when it cannot be used:
+/// errc::connection or errc::timeout when it cannot be reached or does not answer,
+/// errc::schema_missing when the lock tables are missing (run migrate()); bad arguments give
+/// errc::invalid_argument.
 class database {
 public:
+    /// Which kind of server this handle talks to (from the URL's scheme).
     backend_kind backend() const noexcept;
     /// The URL it was opened with, password replaced by "***".
     const std::string& url() const noexcept;
@@ -145,12 +165,16 @@ public:
     std::string migration_script() const;
     /// Schema version currently applied (0 when none) and the version this library expects.
     int schema_version();
+    /// The schema version this library's migrate() brings a `kind` database to (the same for
+    /// every backend). Does not contact any database.
     static int expected_schema_version(backend_kind kind);
 
     /// A SQL boolean condition that is true only while lock `name` is held with fencing token
     /// `token` (lease strategies: unique_key, optimistic_version), for a write in the caller's
     /// own transaction on this database:
+    /// @code{.cpp}
     ///   "UPDATE accounts SET balance = ? WHERE id = ? AND " + db.fencing_condition("?", "?")
+    /// @endcode
     /// The arguments are the caller's placeholder texts ("$3", "?", ":name"...), bound by the
     /// caller to the lock name and token. PostgreSQL and MariaDB call the sqlock_holds()
     /// function from the migrations, which also keeps the lease row from being taken over
@@ -179,7 +203,7 @@ public:
     /// Break-glass release for operators. Lease strategies: the row becomes free and its token
     /// moves forward, so the old holder's renewals, releases and fenced writes fail from now on.
     /// select_for_update on PostgreSQL: the holder's session is ended. The action is recorded
-    /// with `actor` in the <prefix>audit table. Throws errc::unsupported for select_for_update
+    /// with `actor` in the `<prefix>audit` table. Throws errc::unsupported for select_for_update
     /// on MariaDB/SQLite (the holder cannot be identified there).
     force_release_result force_release(std::string_view name, std::string_view actor);
 
@@ -195,6 +219,8 @@ public:
 
     /// Implementation access for sqlock's own components.
     const std::shared_ptr<detail::database_impl>& impl() const noexcept { return m_impl; }
+    /// Wraps an implementation, for sqlock's own components. Applications get a database from
+    /// sqlock::connect().
     explicit database(std::shared_ptr<detail::database_impl> impl);
 
 private:
@@ -202,14 +228,18 @@ private:
 };
 
 /// Opens a lock database. Accepted URLs:
+/// @code{.unparsed}
 ///   postgresql://user:password@host:port/dbname   (also postgres://)
 ///   mysql://user:password@host:port/dbname        (also mariadb://)
 ///   sqlite:///absolute/path.db   sqlite:relative/path.db
+/// @endcode
 /// User and password may be percent-encoded. The first connection is made at once, so a wrong
 /// password or an unreachable server is reported here (errc::connection, within
 /// options.connect_timeout), and so is a server without a free connection slot (errc::connection,
 /// is_server_full(): not retried here; lock waits and `sqlock run --wait` wait it out);
-/// malformed URLs and unknown schemes give errc::invalid_argument.
+/// malformed URLs and unknown schemes give errc::invalid_argument. So do options out of range
+/// (table_prefix, connect_timeout, io_timeout, pool_size, clock_step_threshold). A mysql://
+/// server that is not MariaDB 10.5 or later gives errc::unsupported.
 database connect(std::string_view url, const connect_options& options = {});
 
 /// The DDL that migrate() would apply from scratch for `url`'s backend and options, built

@@ -1,5 +1,6 @@
 // sqlock — distributed locks in the SQL database you already have.
-// error.hpp: the one exception type sqlock throws, and its categories.
+/// @file
+/// error.hpp: the one exception type sqlock throws, and its categories.
 #pragma once
 
 #include <stdexcept>
@@ -30,6 +31,9 @@ std::string_view to_string(errc code) noexcept;
 /// Connection URLs in messages never contain passwords.
 class error : public std::runtime_error {
 public:
+    /// An error of category `code` whose what() is `message`; the other arguments are what
+    /// backend(), native_code() and sqlstate() return. sqlock's own components throw these;
+    /// applications may too (a test that simulates a failure, say).
     error(errc code, const std::string& message, std::string backend = {}, int native_code = 0,
           std::string sqlstate = {});
 

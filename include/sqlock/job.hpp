@@ -1,5 +1,6 @@
-// job.hpp: sqlock::job, "once per slot" for a job that every host of a fleet fires, and the
-// run ledger that records its attempts (README "Scheduled jobs on a fleet", DESIGN §11).
+/// @file
+/// job.hpp: sqlock::job, "once per slot" for a job that every host of a fleet fires, and the
+/// run ledger that records its attempts (README "Scheduled jobs on a fleet", DESIGN §11).
 #pragma once
 
 #include "sqlock/database.hpp"
@@ -17,8 +18,9 @@
 
 namespace sqlock {
 
-/// Shortest and longest period a job may have.
+/// Shortest period a job may have (see job_options::period).
 inline constexpr std::chrono::milliseconds min_job_period = std::chrono::seconds(1);
+/// Longest period a job may have.
 inline constexpr std::chrono::milliseconds max_job_period = std::chrono::hours(24 * 366);
 /// Longest caller-named slot key, in bytes.
 inline constexpr std::size_t max_slot_key_length = 255;
@@ -74,18 +76,19 @@ struct job_context {
 
 /// The outcome of one job::run.
 struct job_result {
+    /// How this firing ended.
     job_outcome outcome = job_outcome::skipped;
     std::string slot;       ///< the slot decided on ("" when not granted)
     std::int64_t token = 0; ///< this firing's grant (0 when not granted)
     bool takeover = false;  ///< ran a slot in which an earlier attempt had failed
     /// skipped: who did the slot (owner id, host, pid, token of the successful attempt).
     std::string done_by_owner;
-    std::string done_by_host;
-    std::int64_t done_by_pid = 0;
-    std::int64_t done_by_token = 0;
-    int exit_status = 0; ///< ran: as reported by the callable
-    int signal = 0;
-    std::string message;                   ///< lost: why; failed: the callable's message
+    std::string done_by_host;       ///< skipped: the host of the successful attempt
+    std::int64_t done_by_pid = 0;   ///< skipped: its process id
+    std::int64_t done_by_token = 0; ///< skipped: its fencing token
+    int exit_status = 0;            ///< ran: as reported by the callable
+    int signal = 0;                 ///< ran: the signal that killed it, as reported (0: none)
+    std::string message;            ///< lost: why; failed: the callable's message
     std::chrono::milliseconds duration{0}; ///< ran: the attempt's duration on the database clock
 };
 
@@ -98,6 +101,7 @@ struct job_result {
 ///   - otherwise record a new attempt (fenced by the grant's token), run the callable with the
 ///     token and a stop token that fires when the lock is lost, record how it ended (success
 ///     only while the lease is still held), then release the lock.
+///
 /// Attempts still marked running by an earlier holder whose lease ran out are marked
 /// abandoned first. The lock is released only after the outcome is recorded, so a firing
 /// that waited sees it.
@@ -126,6 +130,7 @@ public:
     /// is recorded as failed and rethrown.
     job_result run_reporting(const std::function<job_report(const job_context&)>& fn);
 
+    /// The job name, which is also the name of the lock it runs under.
     const std::string& name() const noexcept { return m_name; }
 
 private:
@@ -136,33 +141,50 @@ private:
 
 /// One attempt in the ledger. Times are ms since 1970 UTC on the database clock.
 struct job_run_info {
-    std::string name;
+    std::string name; ///< the job name
+    /// The slot key the attempt ran for: the UTC time of the slot's opening firing (see
+    /// format_utc_ms()) under the period rule, else the caller-named key.
     std::string slot{};
-    std::int64_t token = 0;
-    std::string owner;
-    std::string host;
-    std::int64_t pid = 0;
-    std::int64_t period_ms = 0;
-    std::int64_t started_ms = 0;
+    std::int64_t token = 0;      ///< fencing token of the attempt's grant; unique per job name
+    std::string owner;           ///< the runner's full owner id: host:pid:nonce/handle
+    std::string host;            ///< the runner's host name
+    std::int64_t pid = 0;        ///< the runner's process id
+    std::int64_t period_ms = 0;  ///< the period the job was fired with (0: none)
+    std::int64_t started_ms = 0; ///< when the attempt was recorded as started
     std::optional<std::int64_t> ended_ms;    ///< nullopt while running
     std::optional<std::int64_t> duration_ms; ///< nullopt while running
+    /// As reported by the callable; nullopt while running, when the run was killed by a
+    /// signal, and for an abandoned attempt.
     std::optional<int> exit_status;
-    std::optional<int> signal;
-    std::string outcome; ///< "running", "succeeded", "failed", "lost", "abandoned"
+    std::optional<int> signal; ///< the signal that killed the run; nullopt when there was none
+    std::string outcome;       ///< "running", "succeeded", "failed", "lost", "abandoned"
+    /// The callable's message, or what happened (lost, abandoned); printable ASCII (other
+    /// bytes become '?'), at most 1000 bytes.
     std::string message;
 };
 
-/// One job as status, Prometheus and the missed-run check see it.
+/// One job as status, Prometheus and the missed-run check see it. Times are ms since 1970 UTC
+/// on the database clock.
 struct job_info {
-    std::string name;
+    std::string name;           ///< the job name
     std::int64_t period_ms = 0; ///< the period of its most recent firing (0: caller-named slots)
-    std::int64_t first_fired_ms = 0;
-    std::int64_t last_fired_ms = 0;
-    std::string last_outcome; ///< of the last ended attempt ("" when none ended yet)
-    std::int64_t last_started_ms = 0;
-    std::int64_t last_duration_ms = 0;
+    std::int64_t first_fired_ms = 0;   ///< when it first fired
+    std::int64_t last_fired_ms = 0;    ///< when it last fired
+    std::string last_outcome;          ///< of the last ended attempt ("" when none ended yet)
+    std::int64_t last_started_ms = 0;  ///< start of the last ended attempt (0: none yet)
+    std::int64_t last_duration_ms = 0; ///< duration of the last ended attempt, in ms
     std::int64_t last_success_started_ms = 0; ///< 0: never succeeded
-    std::int64_t last_success_ended_ms = 0;
+    std::int64_t last_success_ended_ms = 0;   ///< end of the last success (0: never succeeded)
+    /// @var succeeded
+    /// Attempts that ended succeeded (these counters only grow, like Prometheus counters).
+    /// @var failed
+    /// Attempts that ended failed.
+    /// @var lost
+    /// Attempts that ended lost.
+    /// @var abandoned
+    /// Attempts found abandoned by a later holder of the lock.
+    /// @var skipped
+    /// Firings that found their slot already done (counted here, not stored in the ledger).
     std::int64_t succeeded = 0, failed = 0, lost = 0, abandoned = 0, skipped = 0;
     /// Start of an attempt in progress whose runner still holds a live lease.
     std::optional<std::int64_t> running_since_ms;

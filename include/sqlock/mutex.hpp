@@ -1,4 +1,5 @@
-// mutex.hpp: sqlock::mutex, a TimedLockable lock that lives in a database.
+/// @file
+/// mutex.hpp: sqlock::mutex, a TimedLockable lock that lives in a database.
 #pragma once
 
 #include "sqlock/database.hpp"
@@ -44,21 +45,25 @@ std::string_view to_string(loss_reason reason) noexcept;
 
 /// What an on_lost callback is told.
 struct lock_lost_event {
-    std::string name;
-    std::int64_t token = 0;
-    loss_reason reason = loss_reason::lost;
-    std::string message; ///< what happened, for logs
+    std::string name;                       ///< the lock name
+    std::int64_t token = 0;                 ///< fencing token of the grant that was lost
+    loss_reason reason = loss_reason::lost; ///< lost or unknown (never none)
+    std::string message;                    ///< what happened, for logs
 };
 
 /// Per-mutex settings.
 struct mutex_options {
+    /// How the lock is represented. Checked against the backend when the mutex is made
+    /// (errc::unsupported).
     sqlock::strategy strategy = sqlock::strategy::unique_key;
     /// Lease length, measured on the database clock. Must be positive and at most 30 days.
     /// A holder that neither releases nor renews within ttl loses the lock.
     std::chrono::milliseconds ttl = std::chrono::seconds(30);
     /// Polling backoff while waiting: each retry sleeps a random time in [d, 2d), with d
     /// starting at retry_min and doubling up to retry_max. Never sleeps past the deadline.
+    /// Must be positive.
     std::chrono::milliseconds retry_min = std::chrono::milliseconds(2);
+    /// Upper bound of the backoff's d (see retry_min); must be at least retry_min.
     std::chrono::milliseconds retry_max = std::chrono::milliseconds(200);
     /// Keep the lock alive while held: a background thread (one per process, for all locks)
     /// renews it every ttl/3 with an owner-and-token-checked statement (select_for_update:
@@ -86,11 +91,13 @@ struct mutex_options {
 /// whatever the lock protects and have that refuse lower tokens.
 ///
 /// State table (per owner thread):
+/// @code{.unparsed}
 ///   unlocked --lock()/try_lock() success--> held(1) --lock()--> held(n+1)
 ///   held(n+1) --unlock()--> held(n);  held(1) --unlock()--> unlocked
 ///   held --lease's local end passed, renewal refused, or session ended--> lost: owns_lock()
 ///   is false, lost_reason() says why, stop_token() is requested, on_lost runs once; a
 ///   re-entrant lock() throws errc::lock_lost; unlock() returns quietly (see last_loss()).
+/// @endcode
 ///
 /// Thread safety: all members may be called from any thread. Destroying a held mutex
 /// releases it (without throwing).

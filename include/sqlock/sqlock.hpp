@@ -1,5 +1,6 @@
 // sqlock — distributed locks in the SQL database you already have.
-// Umbrella header: include this one.
+/// @file
+/// Umbrella header: include this one.
 #pragma once
 
 #include "sqlock/database.hpp" // IWYU pragma: export
@@ -8,3 +9,8 @@
 #include "sqlock/mutex.hpp"    // IWYU pragma: export
 #include "sqlock/reaper.hpp"   // IWYU pragma: export
 #include "sqlock/version.hpp"  // IWYU pragma: export
+
+/// @namespace sqlock
+/// Everything sqlock declares: sqlock::connect() and sqlock::database (database.hpp),
+/// sqlock::mutex (mutex.hpp), sqlock::job and its run ledger (job.hpp), sqlock::reaper
+/// (reaper.hpp) and sqlock::error (error.hpp).
