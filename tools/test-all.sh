@@ -19,8 +19,8 @@ presets=(ci asan tsan)
 [[ ${1:-} == --quick ]] && presets=(ci)
 
 packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev libboost-dev
-          libsqlite3-dev doctest-dev postgresql-15 mariadb-server mariadb-client faketime
-          python3-yaml)  # python3-yaml: the alert rules are parsed when promtool is missing
+          libsqlite3-dev nlohmann-json3-dev doctest-dev postgresql-15 mariadb-server mariadb-client
+          faketime python3-yaml)  # python3-yaml: the alert rules are parsed when promtool is missing
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
