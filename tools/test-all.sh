@@ -19,7 +19,8 @@ presets=(ci asan tsan)
 [[ ${1:-} == --quick ]] && presets=(ci)
 
 packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev libboost-dev
-          libsqlite3-dev doctest-dev postgresql-15 mariadb-server mariadb-client faketime
+          libsqlite3-dev nlohmann-json3-dev doctest-dev postgresql-15 mariadb-server mariadb-client
+          faketime
           python3-yaml   # python3-yaml: the alert rules are parsed when promtool is missing
           doxygen        # doxygen: the api_docs test (an undocumented public declaration fails)
           scdoc groff-base man-db)  # the sqlock(1) page: scdoc builds it, groff checks it renders

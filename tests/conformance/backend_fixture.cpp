@@ -8,7 +8,9 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <signal.h>
 #include <sstream>
 #include <stdexcept>
@@ -204,6 +206,28 @@ std::string read_file(const std::string& path) {
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+nlohmann::ordered_json parse_json(const std::string& text) {
+    using event = nlohmann::ordered_json::parse_event_t;
+    std::vector<std::set<std::string>> keys; // of the objects being read, innermost last
+    return nlohmann::ordered_json::parse(text, [&](int, event e, nlohmann::ordered_json& parsed) {
+        if (e == event::object_start)
+            keys.emplace_back();
+        else if (e == event::object_end)
+            keys.pop_back();
+        else if (e == event::key && !keys.back().insert(parsed.get<std::string>()).second)
+            throw std::runtime_error("JSON: duplicate key " + parsed.dump());
+        return true;
+    });
+}
+
+std::vector<std::string> keys_of(const nlohmann::ordered_json& object) {
+    REQUIRE(object.is_object());
+    std::vector<std::string> keys;
+    for (auto it = object.begin(); it != object.end(); ++it)
+        keys.push_back(it.key());
+    return keys;
 }
 
 paused_server::paused_server() {

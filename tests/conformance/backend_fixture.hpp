@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <sqlock/sqlock.hpp>
 #include <string>
@@ -78,6 +79,14 @@ bool eventually(F condition, std::chrono::milliseconds timeout) {
 }
 
 std::string read_file(const std::string& path);
+
+/// A CLI --json output, parsed strictly: malformed JSON (invalid UTF-8 included) and a key
+/// repeated within one object (which nlohmann::json would silently collapse) throw. Ordered:
+/// keys keep the order the CLI wrote them in.
+nlohmann::ordered_json parse_json(const std::string& text);
+
+/// The keys of a JSON object, in order.
+std::vector<std::string> keys_of(const nlohmann::ordered_json& object);
 
 /// The sqlock::error `f` throws (a test failure when it throws none).
 template <class F>

@@ -1,12 +1,12 @@
 // Scheduled jobs (sqlock run --once-per, sqlock::job): once per slot across processes, the run
 // ledger, takeover after failure and crash, the slot boundary, monitoring, pruning.
-#include "../support/json.hpp"
 #include "backend_fixture.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <doctest/doctest.h>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <signal.h>
 #include <sstream>
@@ -344,6 +344,21 @@ TEST_SUITE("jobs") {
         auto text = test::read_file(out);
         CHECK(text.find("\"outcome\": \"succeeded\"") != std::string::npos);
         CHECK(text.find("\"outcome\": \"failed\"") == std::string::npos); // --limit 1
+        const auto runs = test::parse_json(text);
+        REQUIRE(runs.size() == 1);
+        const auto& run = runs.at(0);
+        CHECK(test::keys_of(run) ==
+              std::vector<std::string>{"name", "slot", "token", "owner", "host", "pid", "period_ms",
+                                       "started_at", "started_ms", "ended_ms", "duration_ms",
+                                       "exit_status", "signal", "outcome", "message"});
+        CHECK(run.at("name").get<std::string>() == name);
+        CHECK(run.at("outcome").get<std::string>() == "succeeded");
+        CHECK(run.at("period_ms").get<std::int64_t>() == 86'400'000);
+        for (const char* f : {"token", "pid", "started_ms", "ended_ms", "duration_ms"})
+            CHECK_MESSAGE(run.at(f).is_number_integer(), f);
+        CHECK(run.at("exit_status").get<std::int64_t>() == 0);
+        CHECK(run.at("signal").is_null());
+        CHECK(run.at("started_at").get<std::string>().ends_with("Z"));
         CHECK(run_cli({"history", name}, out) == 0);
         CHECK(test::read_file(out).find("failed") != std::string::npos);
 
@@ -367,6 +382,23 @@ TEST_SUITE("jobs") {
         CHECK(text.find("\"name\": \"" + name + "\"") != std::string::npos);
         CHECK(text.find("\"succeeded\": 1, \"failed\": 1") != std::string::npos);
         CHECK(text.find("\"slot_done\": true") != std::string::npos);
+        const auto jobs = test::parse_json(text);
+        REQUIRE(jobs.size() == 1);
+        const auto& row = jobs.at(0);
+        CHECK(test::keys_of(row) ==
+              std::vector<std::string>{"name", "period_ms", "first_fired_ms", "last_fired_ms",
+                                       "last_outcome", "last_started_ms", "last_duration_ms",
+                                       "last_success_started_ms", "last_success_age_ms",
+                                       "slot_done", "overdue", "running_since_ms", "succeeded",
+                                       "failed", "lost", "abandoned", "skipped", "now_ms"});
+        CHECK(row.at("name").get<std::string>() == name);
+        CHECK(row.at("last_outcome").get<std::string>() == "succeeded");
+        CHECK(row.at("last_success_age_ms").is_number_integer()); // null only when never
+        CHECK(row.at("running_since_ms").is_null());              // none running
+        CHECK(row.at("slot_done").get<bool>());
+        CHECK_FALSE(row.at("overdue").get<bool>());
+        CHECK(row.at("succeeded").get<std::int64_t>() == 1);
+        CHECK(row.at("failed").get<std::int64_t>() == 1);
 
         // 30 hours without a success (backdated): CRITICAL, overdue.
         ledger_update("jobs", "last_success_started_ms = last_success_started_ms - 108000000",
@@ -420,13 +452,13 @@ TEST_SUITE("jobs") {
         test::backdate(db(), crashed, 5s);
         const auto out = test::backend().scratch_dir + "/" + name + ".json";
         CHECK(run_cli({"reap", "--json", "--settle", "5s", "--keep-history", "30d"}, out) == 0);
-        const auto r = test::json::parse(test::read_file(out));
-        CHECK(r["deleted"].num() >= 1);
-        CHECK(r["history_deleted"].num() >= 1);
-        CHECK(r["history_expired"].num() == 0);
-        CHECK(r["deferred"].is_number());
-        CHECK(r["keep_history_ms"].num() == 30.0 * 86'400'000);
-        CHECK_FALSE(r["dry_run"].boolean());
+        const auto r = test::parse_json(test::read_file(out));
+        CHECK(r.at("deleted").get<std::int64_t>() >= 1);
+        CHECK(r.at("history_deleted").get<std::int64_t>() >= 1);
+        CHECK(r.at("history_expired").get<std::int64_t>() == 0);
+        CHECK(r.at("deferred").is_number_integer());
+        CHECK(r.at("keep_history_ms").get<std::int64_t>() == 30LL * 86'400'000);
+        CHECK_FALSE(r.at("dry_run").get<bool>());
         CHECK_FALSE(db().find(crashed).has_value());
         CHECK(sqlock::job_history(db(), name, 10).empty());
         const auto job = job_row(name);

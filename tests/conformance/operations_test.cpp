@@ -1,12 +1,13 @@
 // Operations: reaping, status, force-release, schema versions, and the CLI's JSON outputs.
-#include "../support/json.hpp"
 #include "backend_fixture.hpp"
 #include "core/database_impl.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <doctest/doctest.h>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -89,40 +90,50 @@ TEST_SUITE("backend") {
         holder.lock();
         const auto [status, out] = cli({"status", "--json", "--name", name});
         REQUIRE(status == 0);
-        const auto doc = test::json::parse(out);
+        const auto doc = test::parse_json(out);
         REQUIRE(doc.is_array());
-        REQUIRE(doc.arr().size() == 1);
-        const auto& row = doc.arr()[0];
+        REQUIRE(doc.size() == 1);
+        const auto& row = doc.at(0);
+        REQUIRE(row.is_object());
         const std::vector<std::string> fields = {
             "name",       "owner",         "host",   "pid",         "strategy",
             "token",      "hold_count",    "held",   "acquired_at", "held_for_ms",
             "expires_at", "expires_in_ms", "expired"};
-        CHECK(row.obj().size() == fields.size());
+        CHECK(row.size() == fields.size());
         for (const auto& f : fields)
-            CHECK_MESSAGE(row.obj().count(f) == 1, f);
-        CHECK(row["name"].str() == name);
-        CHECK(row["owner"].str() == holder.owner_id());
-        CHECK(row["pid"].num() == static_cast<double>(getpid()));
-        CHECK(row["token"].num() == static_cast<double>(holder.token()));
-        CHECK(row["held"].boolean());
-        CHECK_FALSE(row["expired"].boolean());
-        CHECK(row["expires_in_ms"].num() > 20000);
-        CHECK(row["acquired_at"].str().size() >= 19);
+            CHECK_MESSAGE(row.count(f) == 1, f);
+        CHECK(test::keys_of(row) == fields); // in the documented order
+        // Documented types: *_ms, pid, token and hold_count are integers; held, expired bools.
+        for (const char* f : {"pid", "token", "hold_count", "held_for_ms", "expires_in_ms"})
+            CHECK_MESSAGE(row.at(f).is_number_integer(), f);
+        for (const char* f : {"name", "owner", "host", "strategy", "acquired_at", "expires_at"})
+            CHECK_MESSAGE(row.at(f).is_string(), f);
+        CHECK(row.at("name").get<std::string>() == name);
+        CHECK(row.at("owner").get<std::string>() == holder.owner_id());
+        CHECK(row.at("pid").get<std::int64_t>() == getpid());
+        CHECK(row.at("token").get<std::int64_t>() == holder.token());
+        CHECK(row.at("held").get<bool>());
+        CHECK_FALSE(row.at("expired").get<bool>());
+        CHECK(row.at("expires_in_ms").get<std::int64_t>() > 20000);
+        CHECK(row.at("acquired_at").get<std::string>().size() >= 19);
 
         test::backdate(db(), name, 5s);
         const auto [st2, expired_out] = cli({"list", "--json", "--expired", "--name", name});
         CHECK(st2 == 0);
-        CHECK(test::json::parse(expired_out).arr().size() == 1);
+        CHECK(test::parse_json(expired_out).size() == 1);
 
         const auto [st3, reap_out] = cli({"reap", "--dry-run", "--json"});
         REQUIRE(st3 == 0);
-        const auto reap = test::json::parse(reap_out);
+        const auto reap = test::parse_json(reap_out);
+        REQUIRE(reap.is_object());
         for (const char* f :
-             {"deleted", "expired", "deferred", "batches", "older_than_ms", "batch", "elapsed_ms"})
-            CHECK_MESSAGE(reap[f].is_number(), f);
-        CHECK(reap["dry_run"].boolean());
-        CHECK(reap["expired"].num() >= 1);
-        CHECK(reap["deleted"].num() == 0);
+             {"deleted", "expired", "deferred", "batches", "older_than_ms", "batch", "elapsed_ms",
+              "history_deleted", "history_expired", "keep_history_ms"})
+            CHECK_MESSAGE(reap.at(f).is_number_integer(), f);
+        CHECK(reap.size() == 11);
+        CHECK(reap.at("dry_run").get<bool>());
+        CHECK(reap.at("expired").get<std::int64_t>() >= 1);
+        CHECK(reap.at("deleted").get<std::int64_t>() == 0);
 
         // A crashed holder's short lease is reaped once the run saw it unchanged for its TTL;
         // the 30 s lease that only looks expired (a clock step) is deferred, not deleted.
@@ -134,9 +145,10 @@ TEST_SUITE("backend") {
         test::backdate(db(), crashed, 5s);
         const auto [st4, reap2] = cli({"reap", "--json", "--batch", "500", "--settle", "5s"});
         REQUIRE(st4 == 0);
-        CHECK(test::json::parse(reap2)["deleted"].num() >= 1);
-        CHECK(test::json::parse(reap2)["deferred"].num() >= 1);
-        CHECK(test::json::parse(reap2)["batch"].num() == 500);
+        const auto reaped = test::parse_json(reap2);
+        CHECK(reaped.at("deleted").get<std::int64_t>() >= 1);
+        CHECK(reaped.at("deferred").get<std::int64_t>() >= 1);
+        CHECK(reaped.at("batch").get<std::int64_t>() == 500);
         CHECK_FALSE(db().find(crashed).has_value());
         CHECK(db().find(name).has_value());
         CHECK(holder.owns_lock());
@@ -144,6 +156,30 @@ TEST_SUITE("backend") {
         holder.unlock();
         CHECK(holder.last_loss() == sqlock::loss_reason::none);
         CHECK(cli({"reap", "--batch", "0"}).first == 64);
+    }
+
+    TEST_CASE("--json outputs: a name with a quote, a backslash, a newline and non-ASCII") {
+        const auto base = unique_name("json-escape");
+        const auto name = base + " \"q\" back\\slash\nline\ttab caf\u00e9 \u20ac \U0001F512";
+        mutex holder(db(), name);
+        holder.lock();
+        const auto [status, out] = cli({"status", "--json", "--name", base + "*"});
+        REQUIRE(status == 0);
+        CHECK(std::count(out.begin(), out.end(), '\n') == 3); // "[", the row, "]": \n is escaped
+        CHECK(out.find("\\\"q\\\" back\\\\slash\\nline\\ttab caf\u00e9") != std::string::npos);
+        const auto doc = test::parse_json(out);
+        REQUIRE(doc.size() == 1);
+        CHECK(doc.at(0).at("name").get<std::string>() == name);
+
+        std::string err;
+        const auto [st2, released] =
+            cli({"release", name, "--force", "--actor", "op \"\u00e9\"\n", "--json"}, &err);
+        REQUIRE(st2 == 0);
+        const auto r = test::parse_json(released);
+        CHECK(r.at("name").get<std::string>() == name);
+        CHECK(r.at("actor").get<std::string>() == "op \"\u00e9\"\n");
+        CHECK(r.at("previous_owner").get<std::string>() == holder.owner_id());
+        holder.unlock(); // lost (released by force): no throw
     }
 
     TEST_CASE("sqlock status --prometheus") {
@@ -237,12 +273,12 @@ TEST_SUITE("lease") {
         const auto [status, out] =
             cli({"release", name, "--force", "--actor", "test-operator", "--json"}, &err);
         REQUIRE(status == 0);
-        const auto r = test::json::parse(out);
-        CHECK(r["released"].boolean());
-        CHECK(r["previous_owner"].str() == holder.owner_id());
-        CHECK(r["previous_token"].num() == static_cast<double>(old_token));
-        CHECK(r["new_token"].num() > static_cast<double>(old_token));
-        CHECK(r["actor"].str() == "test-operator");
+        const auto r = test::parse_json(out);
+        CHECK(r.at("released").get<bool>());
+        CHECK(r.at("previous_owner").get<std::string>() == holder.owner_id());
+        CHECK(r.at("previous_token").get<std::int64_t>() == old_token);
+        CHECK(r.at("new_token").get<std::int64_t>() > old_token);
+        CHECK(r.at("actor").get<std::string>() == "test-operator");
 
         {
             std::unique_lock lock(m);
@@ -262,7 +298,7 @@ TEST_SUITE("lease") {
 
         mutex next(db(), name, test::opts());
         CHECK(next.try_lock()); // the row is free
-        CHECK(next.token() > static_cast<std::int64_t>(r["new_token"].num()) - 1);
+        CHECK(next.token() > r.at("new_token").get<std::int64_t>() - 1);
         next.unlock();
         CHECK(cli({"release", unique_name("never"), "--force"}).first == 1);
         CHECK(cli({"release", name}).first == 64); // no --force: refused

@@ -2,7 +2,7 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdio>
+#include <nlohmann/json.hpp>
 
 namespace sqlock::cli {
 
@@ -40,37 +40,37 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     return std::chrono::milliseconds(static_cast<long long>(std::llround(ms)));
 }
 
-std::string json_quote(std::string_view s) {
-    std::string out = "\"";
-    for (const char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        switch (c) {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        default:
-            if (c < 0x20) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                out += buf;
-            } else {
-                out += ch; // names are validated UTF-8, so bytes >= 0x80 pass through
-            }
-        }
+namespace {
+
+/// nlohmann::json's own text for a scalar (or a key). Bytes that are not UTF-8 (names and owners
+/// are binary in some backends; an actor comes from argv) become U+FFFD instead of an exception.
+std::string scalar_text(const nlohmann::ordered_json& v) {
+    return v.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+} // namespace
+
+std::string json_line(const nlohmann::ordered_json& v) {
+    if (!v.is_object() && !v.is_array())
+        return scalar_text(v);
+    std::string out = v.is_object() ? "{" : "[";
+    bool first = true;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+        out += first ? "" : ", ";
+        first = false;
+        if (v.is_object())
+            out += scalar_text(it.key()) + ": ";
+        out += json_line(it.value());
     }
-    out += '"';
+    out += v.is_object() ? "}" : "]";
+    return out;
+}
+
+std::string json_rows(const nlohmann::ordered_json& rows) {
+    std::string out = "[";
+    for (const auto& row : rows)
+        out += (out.size() > 1 ? ",\n " : "\n ") + json_line(row);
+    out += rows.empty() ? "]\n" : "\n]\n";
     return out;
 }
 

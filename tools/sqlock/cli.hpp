@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,8 +25,12 @@ enum exit_code : int {
 /// Returns nullopt for anything else, including negative values.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 
-/// JSON string literal for `s` (quotes included; control characters and non-UTF-8 bytes
-/// escaped).
-std::string json_quote(std::string_view s);
+/// `v` as JSON text on one line, laid out as sqlock has always printed it: `{"key": value, ...}`
+/// (", " and ": " between items, no newline). Strings are escaped by nlohmann::json; UTF-8 passes
+/// through, bytes that are not UTF-8 become U+FFFD, so the text is always valid JSON.
+std::string json_line(const nlohmann::ordered_json& v);
+
+/// An array of `rows`, one per line: "[\n {...},\n {...}\n]\n", or "[]\n" when empty.
+std::string json_rows(const nlohmann::ordered_json& rows);
 
 } // namespace sqlock::cli

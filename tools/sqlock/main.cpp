@@ -14,6 +14,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <poll.h>
 #include <random>
@@ -28,6 +29,8 @@
 namespace {
 
 using namespace sqlock::cli;
+/// Ordered: the --json outputs keep the field order the help texts document.
+using ojson = nlohmann::ordered_json;
 
 constexpr const char* main_help =
     R"(sqlock — distributed locks in PostgreSQL, MySQL/MariaDB or SQLite
@@ -715,18 +718,27 @@ int cmd_run(const options& o) {
     return status < 0 ? exit_software : status_of(status);
 }
 
-std::string lock_json(const sqlock::lock_info& l) {
-    std::ostringstream out;
-    out << "{\"name\": " << json_quote(l.name) << ", \"owner\": " << json_quote(l.owner)
-        << ", \"host\": " << json_quote(l.host) << ", \"pid\": " << l.pid
-        << ", \"strategy\": " << json_quote(l.strategy) << ", \"token\": " << l.token
-        << ", \"hold_count\": " << l.hold_count << ", \"held\": " << (l.held() ? "true" : "false")
-        << ", \"acquired_at\": " << json_quote(l.acquired_at)
-        << ", \"held_for_ms\": " << l.held_for.count()
-        << ", \"expires_at\": " << json_quote(l.expires_at)
-        << ", \"expires_in_ms\": " << l.expires_in.count()
-        << ", \"expired\": " << (l.expired() ? "true" : "false") << "}";
-    return out.str();
+/// A value, or null.
+template <typename T>
+ojson optional_json(const std::optional<T>& v) {
+    return v ? ojson(*v) : ojson(nullptr);
+}
+
+/// One element of status/list --json (fields and order as list_help documents them).
+ojson lock_json(const sqlock::lock_info& l) {
+    return {{"name", l.name},
+            {"owner", l.owner},
+            {"host", l.host},
+            {"pid", l.pid},
+            {"strategy", l.strategy},
+            {"token", l.token},
+            {"hold_count", l.hold_count},
+            {"held", l.held()},
+            {"acquired_at", l.acquired_at},
+            {"held_for_ms", l.held_for.count()},
+            {"expires_at", l.expires_at},
+            {"expires_in_ms", l.expires_in.count()},
+            {"expired", l.expired()}};
 }
 
 /// Steps of the database's clock recorded in the last 24 hours, newest first (none when the
@@ -896,24 +908,27 @@ void print_jobs_table(const std::vector<sqlock::job_info>& jobs) {
     }
 }
 
-std::string job_json(const sqlock::job_info& j) {
+/// One element of status --jobs --json (fields and order as list_help documents them).
+ojson job_json(const sqlock::job_info& j) {
     const auto age = j.success_age();
-    std::ostringstream out;
-    out << "{\"name\": " << json_quote(j.name) << ", \"period_ms\": " << j.period_ms
-        << ", \"first_fired_ms\": " << j.first_fired_ms
-        << ", \"last_fired_ms\": " << j.last_fired_ms
-        << ", \"last_outcome\": " << json_quote(j.last_outcome)
-        << ", \"last_started_ms\": " << j.last_started_ms
-        << ", \"last_duration_ms\": " << j.last_duration_ms
-        << ", \"last_success_started_ms\": " << j.last_success_started_ms
-        << ", \"last_success_age_ms\": " << (age ? std::to_string(age->count()) : "null")
-        << ", \"slot_done\": " << (j.slot_done() ? "true" : "false")
-        << ", \"overdue\": " << (j.overdue() ? "true" : "false") << ", \"running_since_ms\": "
-        << (j.running_since_ms ? std::to_string(*j.running_since_ms) : "null")
-        << ", \"succeeded\": " << j.succeeded << ", \"failed\": " << j.failed
-        << ", \"lost\": " << j.lost << ", \"abandoned\": " << j.abandoned
-        << ", \"skipped\": " << j.skipped << ", \"now_ms\": " << j.now_ms << "}";
-    return out.str();
+    return {{"name", j.name},
+            {"period_ms", j.period_ms},
+            {"first_fired_ms", j.first_fired_ms},
+            {"last_fired_ms", j.last_fired_ms},
+            {"last_outcome", j.last_outcome},
+            {"last_started_ms", j.last_started_ms},
+            {"last_duration_ms", j.last_duration_ms},
+            {"last_success_started_ms", j.last_success_started_ms},
+            {"last_success_age_ms", age ? ojson(age->count()) : ojson(nullptr)},
+            {"slot_done", j.slot_done()},
+            {"overdue", j.overdue()},
+            {"running_since_ms", optional_json(j.running_since_ms)},
+            {"succeeded", j.succeeded},
+            {"failed", j.failed},
+            {"lost", j.lost},
+            {"abandoned", j.abandoned},
+            {"skipped", j.skipped},
+            {"now_ms", j.now_ms}};
 }
 
 int cmd_status(const options& o) {
@@ -951,10 +966,10 @@ int cmd_status(const options& o) {
                 print_jobs_table(jobs);
             return exit_ok;
         }
-        std::cout << "[";
-        for (std::size_t i = 0; i < jobs.size(); ++i)
-            std::cout << (i ? ",\n " : "\n ") << job_json(jobs[i]);
-        std::cout << (jobs.empty() ? "]\n" : "\n]\n");
+        auto rows = ojson::array();
+        for (const auto& j : jobs)
+            rows.push_back(job_json(j));
+        std::cout << json_rows(rows);
         return exit_ok;
     }
     auto locks = db.list();
@@ -969,10 +984,10 @@ int cmd_status(const options& o) {
         return !glob.empty() && fnmatch(glob.c_str(), l.name.c_str(), 0) != 0;
     });
     if (json) {
-        std::cout << "[";
-        for (std::size_t i = 0; i < locks.size(); ++i)
-            std::cout << (i ? ",\n " : "\n ") << lock_json(locks[i]);
-        std::cout << (locks.empty() ? "]\n" : "\n]\n");
+        auto rows = ojson::array();
+        for (const auto& l : locks)
+            rows.push_back(lock_json(l));
+        std::cout << json_rows(rows);
         return exit_ok;
     }
     if (o.command == "status") {
@@ -1079,14 +1094,18 @@ int cmd_reap(const options& o) {
     const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start);
     if (json) {
-        std::cout << "{\"deleted\": " << r.deleted << ", \"expired\": " << r.expired
-                  << ", \"deferred\": " << r.deferred << ", \"batches\": " << r.batches
-                  << ", \"dry_run\": " << (ro.dry_run ? "true" : "false")
-                  << ", \"older_than_ms\": " << ro.older_than.count() << ", \"batch\": " << ro.batch
-                  << ", \"elapsed_ms\": " << elapsed.count()
-                  << ", \"history_deleted\": " << r.history_deleted
-                  << ", \"history_expired\": " << r.history_expired
-                  << ", \"keep_history_ms\": " << ro.keep_history.count() << "}\n";
+        const ojson out = {{"deleted", r.deleted},
+                           {"expired", r.expired},
+                           {"deferred", r.deferred},
+                           {"batches", r.batches},
+                           {"dry_run", ro.dry_run},
+                           {"older_than_ms", ro.older_than.count()},
+                           {"batch", ro.batch},
+                           {"elapsed_ms", elapsed.count()},
+                           {"history_deleted", r.history_deleted},
+                           {"history_expired", r.history_expired},
+                           {"keep_history_ms", ro.keep_history.count()}};
+        std::cout << json_line(out) << "\n";
     } else if (ro.dry_run) {
         std::cout << r.expired << " expired rows and " << r.history_expired
                   << " run-ledger rows would be deleted from " << db.url() << "\n";
@@ -1132,14 +1151,15 @@ int cmd_release(const options& o) {
     auto db = open(o);
     const auto r = db.force_release(name, actor);
     if (json) {
-        std::cout << "{\"name\": " << json_quote(name)
-                  << ", \"released\": " << (r.released ? "true" : "false")
-                  << ", \"strategy\": " << json_quote(r.strategy)
-                  << ", \"previous_owner\": " << json_quote(r.previous_owner)
-                  << ", \"previous_token\": " << r.previous_token
-                  << ", \"new_token\": " << r.new_token
-                  << ", \"sessions_ended\": " << r.sessions_ended
-                  << ", \"actor\": " << json_quote(actor) << "}\n";
+        const ojson out = {{"name", name},
+                           {"released", r.released},
+                           {"strategy", r.strategy},
+                           {"previous_owner", r.previous_owner},
+                           {"previous_token", r.previous_token},
+                           {"new_token", r.new_token},
+                           {"sessions_ended", r.sessions_ended},
+                           {"actor", actor}};
+        std::cout << json_line(out) << "\n";
     } else if (!r.released) {
         std::cout << "nothing to release: lock \"" << name << "\" is not held in " << db.url()
                   << "\n";
@@ -1153,10 +1173,6 @@ int cmd_release(const options& o) {
                   << ", so the old holder's fenced writes fail; recorded as " << actor << "\n";
     }
     return r.released ? exit_ok : exit_not_found;
-}
-
-std::string opt_json(const std::optional<std::int64_t>& v) {
-    return v ? std::to_string(*v) : std::string("null");
 }
 
 int cmd_history(const options& o) {
@@ -1183,24 +1199,25 @@ int cmd_history(const options& o) {
     auto db = open(o);
     const auto runs = sqlock::job_history(db, name, limit);
     if (json) {
-        std::cout << "[";
-        for (std::size_t i = 0; i < runs.size(); ++i) {
-            const auto& r = runs[i];
-            std::cout << (i ? ",\n " : "\n ") << "{\"name\": " << json_quote(r.name)
-                      << ", \"slot\": " << json_quote(r.slot) << ", \"token\": " << r.token
-                      << ", \"owner\": " << json_quote(r.owner)
-                      << ", \"host\": " << json_quote(r.host) << ", \"pid\": " << r.pid
-                      << ", \"period_ms\": " << r.period_ms
-                      << ", \"started_at\": " << json_quote(sqlock::format_utc_ms(r.started_ms))
-                      << ", \"started_ms\": " << r.started_ms
-                      << ", \"ended_ms\": " << opt_json(r.ended_ms)
-                      << ", \"duration_ms\": " << opt_json(r.duration_ms) << ", \"exit_status\": "
-                      << (r.exit_status ? std::to_string(*r.exit_status) : "null")
-                      << ", \"signal\": " << (r.signal ? std::to_string(*r.signal) : "null")
-                      << ", \"outcome\": " << json_quote(r.outcome)
-                      << ", \"message\": " << json_quote(r.message) << "}";
-        }
-        std::cout << (runs.empty() ? "]\n" : "\n]\n");
+        // Fields and order as history_help documents them.
+        auto rows = ojson::array();
+        for (const auto& r : runs)
+            rows.push_back({{"name", r.name},
+                            {"slot", r.slot},
+                            {"token", r.token},
+                            {"owner", r.owner},
+                            {"host", r.host},
+                            {"pid", r.pid},
+                            {"period_ms", r.period_ms},
+                            {"started_at", sqlock::format_utc_ms(r.started_ms)},
+                            {"started_ms", r.started_ms},
+                            {"ended_ms", optional_json(r.ended_ms)},
+                            {"duration_ms", optional_json(r.duration_ms)},
+                            {"exit_status", optional_json(r.exit_status)},
+                            {"signal", optional_json(r.signal)},
+                            {"outcome", r.outcome},
+                            {"message", r.message}});
+        std::cout << json_rows(rows);
         return exit_ok;
     }
     if (runs.empty()) {
