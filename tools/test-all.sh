@@ -6,7 +6,10 @@
 #   3. starts throwaway PostgreSQL 15 and MariaDB 10.11 on 127.0.0.1 (tools/testdb.sh, with a
 #      wall clock the clock tests can step) and runs every test on SQLite, PostgreSQL and
 #      MariaDB for each build; stops the servers after;
-#   4. runs the torture smoke on the ci build (tools/torture/run.sh --smoke: every backend x
+#   4. builds with only the SQLite backend while every PostgreSQL/MySQL client file is hidden
+#      (tests/sqlite_only), and builds, installs with apt, checks and removes the Debian
+#      packages (tests/packages);
+#   5. runs the torture smoke on the ci build (tools/torture/run.sh --smoke: every backend x
 #      strategy with client kills and a server crash, the no-fault mode, both negative
 #      controls; it starts servers of its own). A violation fails the run.
 # A backend that cannot be started fails the run; nothing is skipped.
@@ -62,6 +65,10 @@ for preset in "${presets[@]}"; do
     TESTDB_FAKETIME_FILE="$dir-clock" tools/testdb.sh run "$dir" -- ctest --preset "$preset" ||
         status=1
 done
+echo "=== SQLite only: a build with no PostgreSQL or MySQL client file on the machine"
+tests/sqlite_only/run.sh . build/sqlite-only || status=1
+echo "=== Debian packages: built, installed with apt, run, built against, removed"
+tests/packages/run.sh . || status=1
 echo "=== torture smoke (ci build)"
 tools/torture/run.sh --smoke --build build/ci || status=1
 exit $status

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# The Debian packages, as a user gets them: builds them (a Release build for /usr, cpack -G DEB),
-# installs them with apt-get (which resolves their Depends), then checks that
+# The Debian packages, as the README builds and installs them:
+#   cmake --preset deb && cmake --build --preset deb && cpack --preset deb
+#   apt-get install ./build/deb/*.deb       (apt resolves their Depends)
+# then checks that
 #   - `sqlock` runs from /usr/bin against SQLite, and `man sqlock` finds the page;
 #   - `ldd` of sqlock and libsqlock lists no database client library; each module lists its own;
 #   - tests/install's consumer builds against the installed headers with CMake (also with
 #     find_package(sqlock COMPONENTS sqlite)) and with pkg-config, and runs;
 # and removes them again. Needs root (it installs into /usr).
-#   tests/packages/run.sh SOURCE_DIR BUILD_DIR
+#   tests/packages/run.sh SOURCE_DIR
 set -euo pipefail
 src=$(realpath "$1")
-build=$2
+build=$src/build/deb
 work=$(mktemp -d)
 packages=()
 cleanup() {
@@ -25,12 +27,9 @@ if [[ $EUID -ne 0 ]]; then
     exit 1
 fi
 
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
-    -DSQLOCK_BUILD_TESTS=OFF -DSQLOCK_BUILD_EXAMPLES=OFF -DSQLOCK_BUILD_BENCH=OFF \
-    -DSQLOCK_BUILD_TORTURE=OFF -DSQLOCK_BUILD_DOCS=OFF >/dev/null
-cmake --build "$build" -j "$(nproc)"
 rm -f "$build"/*.deb
-(cd "$build" && cpack -G DEB >/dev/null)
+(cd "$src" && cmake --preset deb >/dev/null && cmake --build --preset deb -j "$(nproc)" &&
+    cpack --preset deb >/dev/null)
 mapfile -t debs < <(ls "$build"/*.deb)
 for deb in "${debs[@]}"; do
     packages+=("$(dpkg-deb -f "$deb" Package)")
@@ -41,7 +40,7 @@ if [[ $(printf '%s\n' "${packages[@]}" | sort | xargs) != "$expected" ]]; then
     echo "packages: built ${packages[*]}, expected $expected" >&2
     exit 1
 fi
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]}" >/dev/null
+(cd "$src" && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ./build/deb/*.deb >/dev/null)
 
 # The CLI, as installed: no LD_LIBRARY_PATH, no module directory but the installed one.
 env -u LD_LIBRARY_PATH -u SQLOCK_MODULE_DIR sqlock --version
