@@ -51,7 +51,7 @@ if [[ ${1:-} != --inner ]]; then
   ((built)) || { tail -n 30 "$BUILD/bench-build.log" >&2; exit 1; }
   rm -rf "$STAGE"
   mkdir -p "$STAGE"
-  cp -a "$BUILD/sqlock" "$BUILD"/libsqlock.so* "$STAGE/"
+  cp -a "$BUILD/sqlock" "$BUILD"/libsqlock.so* "$BUILD/sqlock0" "$STAGE/"
   for b in "${BENCHES[@]}"; do cp -a "$BUILD/tools/bench/$b" "$STAGE/"; done
   cp -a "$ROOT/sql" "$STAGE/sql" # the statements the bare-driver variants send
   exec "$ROOT/tools/testdb.sh" run "$BUILD/bench-all-testdb" -- "$SELF" --inner

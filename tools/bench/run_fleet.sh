@@ -37,7 +37,7 @@ FLEET_OUT=$OUT/${FLEET_NAME:-fleet}
 STAGE=$FLEET_OUT/bin # a private copy: someone else may rebuild build/release meanwhile
 rm -rf "$FLEET_OUT"
 mkdir -p "$STAGE" "$FLEET_OUT/runs"
-cp -a "$BUILD/sqlock" "$BUILD"/libsqlock.so* "$ROOT/tools/bench/fleet.py" \
+cp -a "$BUILD/sqlock" "$BUILD"/libsqlock.so* "$BUILD/sqlock0" "$ROOT/tools/bench/fleet.py" \
   "$ROOT/tools/bench/fleet_job.sh" "$STAGE/"
 export LD_LIBRARY_PATH="$STAGE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 SQLOCK=$STAGE/sqlock

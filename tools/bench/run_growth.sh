@@ -34,7 +34,7 @@ G=$OUT/growth
 STAGE=$G/bin # a private copy: someone else may rebuild build/release meanwhile
 rm -rf "$G"
 mkdir -p "$STAGE" "$G/parts"
-cp -a "$BUILD/sqlock" "$BUILD"/libsqlock.so* "$BUILD/tools/bench/sqlock_growth_bench" "$STAGE/"
+cp -a "$BUILD/sqlock" "$BUILD"/libsqlock.so* "$BUILD/sqlock0" "$BUILD/tools/bench/sqlock_growth_bench" "$STAGE/"
 export LD_LIBRARY_PATH="$STAGE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 BENCH=$STAGE/sqlock_growth_bench
 
