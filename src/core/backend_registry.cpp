@@ -31,10 +31,12 @@ struct backend_slot {
 
 std::array<backend_slot, 3> g_backends;
 
+#ifndef SQLOCK_STATIC_BUILD
 /// The Debian package that ships the module of `kind` (see CPack in CMakeLists.txt).
 std::string package_of(backend_kind kind) {
     return "libsqlock" + std::to_string(SQLOCK_VERSION_MAJOR) + "-" + std::string(to_string(kind));
 }
+#endif
 
 const backend_module* linked_in(backend_kind kind) noexcept {
     switch (kind) {

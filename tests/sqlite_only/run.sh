@@ -4,6 +4,7 @@
 # hidden (a /dev/null bound over it, in a private mount namespace of this script only), then
 #   cmake -DSQLOCK_WITH_POSTGRESQL=OFF -DSQLOCK_WITH_MYSQL=OFF, build, and every test of that
 #   build (unit, the SQLite conformance suites, examples, install, ops examples);
+#   the same as a static library (BUILD_SHARED_LIBS=OFF): its CLI runs with no module;
 # and no binary it built may name one of those libraries. Needs root (mount namespaces).
 #   tests/sqlite_only/run.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
@@ -35,7 +36,8 @@ if ((hidden == 0)); then
     echo "sqlite-only: no PostgreSQL/MySQL client package is installed: nothing was hidden" >&2
     exit 1
 fi
-if echo '#include <pqxx/pqxx>' | g++ -std=c++20 -fsyntax-only -x c++ - 2>/dev/null; then
+if printf '#include <pqxx/pqxx>\npqxx::connection* c;\n' |
+    g++ -std=c++20 -fsyntax-only -x c++ - 2>/dev/null; then
     echo "sqlite-only: <pqxx/pqxx> still compiles: the hiding failed" >&2
     exit 1
 fi
@@ -45,6 +47,24 @@ cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DSQLOCK_WERROR=ON \
     -DSQLOCK_BUILD_BENCH=OFF -DSQLOCK_BUILD_TORTURE=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)"
 ctest --test-dir "$build" --output-on-failure
+
+# The static variant links the SQLite backend into libsqlock.a: its CLI loads no module.
+cmake -S "$src" -B "$build-static" -DCMAKE_BUILD_TYPE=Release -DSQLOCK_WERROR=ON \
+    -DBUILD_SHARED_LIBS=OFF -DSQLOCK_WITH_POSTGRESQL=OFF -DSQLOCK_WITH_MYSQL=OFF \
+    -DSQLOCK_BUILD_TESTS=OFF -DSQLOCK_BUILD_EXAMPLES=OFF -DSQLOCK_BUILD_BENCH=OFF \
+    -DSQLOCK_BUILD_TORTURE=OFF -DSQLOCK_BUILD_DOCS=OFF -DSQLOCK_BUILD_MANPAGE=OFF >/dev/null
+cmake --build "$build-static" --target sqlock_cli -j "$(nproc)"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+SQLOCK_MODULE_DIR=/nonexistent "$build-static/sqlock" --url "sqlite://$scratch/s.db" migrate
+SQLOCK_MODULE_DIR=/nonexistent "$build-static/sqlock" --url "sqlite://$scratch/s.db" \
+    run static-build -- true
+if SQLOCK_MODULE_DIR=/nonexistent "$build-static/sqlock" --url "postgresql://u@127.0.0.1/d" \
+    status 2>"$scratch/err"; then
+    echo "sqlite-only: the static SQLite-only CLI accepted a PostgreSQL URL" >&2
+    exit 1
+fi
+grep -q "built without the postgresql backend" "$scratch/err"
 
 status=0
 while IFS= read -r file; do
