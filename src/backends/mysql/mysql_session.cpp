@@ -133,50 +133,13 @@ sql::mysql::MySQL_Driver* driver() {
     return instance;
 }
 
-/// The TCP sockets of this network namespace by inode, with their local and remote ports, read
-/// from /proc/self/net/tcp and tcp6 (lines "sl local:PORT remote:PORT st ... uid timeout inode").
-std::map<unsigned long, std::pair<int, int>> tcp_ports_by_inode() {
-    std::map<unsigned long, std::pair<int, int>> ports;
-    for (const char* table : {"/proc/self/net/tcp", "/proc/self/net/tcp6"}) {
-        std::FILE* file = std::fopen(table, "re");
-        if (!file)
-            continue;
-        char line[512];
-        bool header = true;
-        while (std::fgets(line, sizeof line, file)) {
-            if (std::exchange(header, false))
-                continue;
-            char local[64];
-            char remote[64];
-            unsigned long inode = 0;
-            // sl local rem st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
-            if (std::sscanf(line, "%*s %63s %63s %*s %*s %*s %*s %*s %*s %lu", local, remote,
-                            &inode) != 3 ||
-                inode == 0)
-                continue;
-            const char* local_port = std::strrchr(local, ':');
-            const char* remote_port = std::strrchr(remote, ':');
-            if (local_port && remote_port)
-                ports[inode] = {static_cast<int>(std::strtol(local_port + 1, nullptr, 16)),
-                                static_cast<int>(std::strtol(remote_port + 1, nullptr, 16))};
-        }
-        std::fclose(file);
-    }
-    return ports;
-}
-
-/// Calls `visit(fd, local_port, remote_port)` for each TCP socket of this process until it
-/// returns true. Connector/C++ 1.1 does not expose its socket, so sessions find theirs here.
-/// It names sockets by their /proc links and never touches a descriptor it does not visit:
-/// other threads open and close descriptors meanwhile.
-template <typename Visit>
-void for_each_tcp_socket(Visit&& visit) {
-    const auto ports = tcp_ports_by_inode();
-    if (ports.empty())
-        return;
+/// This process's sockets: descriptor by socket inode, named by their /proc/self/fd links
+/// (no call on a descriptor: other threads open and close descriptors meanwhile).
+std::map<unsigned long, int> socket_descriptors() {
+    std::map<unsigned long, int> sockets;
     DIR* dir = opendir("/proc/self/fd");
     if (!dir)
-        return;
+        return sockets;
     while (const dirent* entry = readdir(dir)) {
         char* end = nullptr;
         const long fd = std::strtol(entry->d_name, &end, 10);
@@ -189,14 +152,53 @@ void for_each_tcp_socket(Visit&& visit) {
             continue;
         link[size] = '\0';
         unsigned long inode = 0;
-        if (std::sscanf(link, "socket:[%lu]", &inode) != 1)
-            continue;
-        const auto socket = ports.find(inode);
-        if (socket != ports.end() &&
-            visit(static_cast<int>(fd), socket->second.first, socket->second.second))
-            break;
+        if (std::sscanf(link, "socket:[%lu]", &inode) == 1)
+            sockets[inode] = static_cast<int>(fd);
     }
     closedir(dir);
+    return sockets;
+}
+
+/// Calls `visit(fd, local_port, remote_port)` for each TCP socket of this process until it
+/// returns true. Connector/C++ 1.1 does not expose its socket, so sessions find theirs here:
+/// the process's socket inodes first, then their ports in /proc/self/net/tcp and tcp6 (which
+/// list the whole network namespace: reading stops once every socket of ours was seen).
+template <typename Visit>
+void for_each_tcp_socket(Visit&& visit) {
+    const auto sockets = socket_descriptors();
+    std::size_t seen = 0;
+    for (const char* table : {"/proc/self/net/tcp", "/proc/self/net/tcp6"}) {
+        if (seen == sockets.size())
+            return;
+        std::FILE* file = std::fopen(table, "re");
+        if (!file)
+            continue;
+        char line[512];
+        bool header = true;
+        bool done = false;
+        while (!done && seen < sockets.size() && std::fgets(line, sizeof line, file)) {
+            if (std::exchange(header, false))
+                continue;
+            char local[64];
+            char remote[64];
+            unsigned long inode = 0;
+            // sl local:PORT rem:PORT st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+            if (std::sscanf(line, "%*s %63s %63s %*s %*s %*s %*s %*s %*s %lu", local, remote,
+                            &inode) != 3)
+                continue;
+            const auto socket = sockets.find(inode);
+            const char* local_port = std::strrchr(local, ':');
+            const char* remote_port = std::strrchr(remote, ':');
+            if (socket == sockets.end() || !local_port || !remote_port)
+                continue;
+            ++seen;
+            done = visit(socket->second, static_cast<int>(std::strtol(local_port + 1, nullptr, 16)),
+                         static_cast<int>(std::strtol(remote_port + 1, nullptr, 16)));
+        }
+        std::fclose(file);
+        if (done)
+            return;
+    }
 }
 
 /// This process's TCP socket whose local port is `local_port` and remote port `server_port`,
