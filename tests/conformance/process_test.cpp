@@ -5,6 +5,7 @@
 #include <atomic>
 #include <doctest/doctest.h>
 #include <filesystem>
+#include <fstream>
 #include <signal.h>
 #include <sstream>
 #include <thread>
@@ -158,6 +159,24 @@ TEST_SUITE("common") {
         sqlock::mutex after(db(), name, test::opts()); // released after the command exited
         CHECK(after.try_lock());
         CHECK(after.token() > token);
+        after.unlock();
+    }
+
+    TEST_CASE("sqlock run: a command that cannot start exits 127 or 126, as in a shell") {
+        const auto name = test::unique_name("cli-noexec");
+        const auto dir = test::backend().scratch_dir + "/" + name;
+        std::filesystem::create_directories(dir);
+        const auto not_executable = dir + "/script";
+        std::ofstream(not_executable) << "#!/bin/sh\nexit 0\n"; // mode 0644: not executable
+        const auto missing = dir + "/no-such-command";
+        CHECK(test::wait_exit(test::spawn(
+                  {SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(), "--", missing},
+                  {url_env()})) == 127);
+        CHECK(test::wait_exit(test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy",
+                                           strategy_arg(), "--", not_executable},
+                                          {url_env()})) == 126);
+        sqlock::mutex after(db(), name, test::opts()); // released although nothing ran
+        CHECK(after.try_lock());
         after.unlock();
     }
 

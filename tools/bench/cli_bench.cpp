@@ -5,15 +5,17 @@
 // rotates from round to round, so the commands are INTERLEAVED and share the machine's noise:
 //   true                          the floor: starting any process
 //   flock FILE true               what a single host uses today
-//   sqlock --version              starting sqlock: exec + loading libsqlock, libpqxx, libpq,
-//                                 Connector/C++, libmariadb, libsqlite3 (no database)
+//   sqlock --version              starting sqlock: exec + loading libsqlock (no database,
+//                                 no backend module)
 //   sqlock --url URL run NAME -- true        per database (SQLite also with select_for_update)
 // and the steps `sqlock run` takes, timed separately (per database):
 //   connect   sqlock::connect(url): the first pooled connection (PostgreSQL: TCP + SCRAM)
 //   lock+unlock  sqlock::mutex (renew on, as `sqlock run`) lock() + unlock()
 //   teardown  dropping the database handle (closes connections, joins background threads)
 // timed inside a fresh process each round (this program, --steps URL), like `sqlock run`.
-// Round 0 is a warm-up and is not counted. See tools/bench/README.md.
+// Round 0 is a warm-up and is not counted. The commands run without LD_LIBRARY_PATH, as an
+// installed program would: give --sqlock an installed CLI (cmake --install, or the package).
+// See tools/bench/README.md.
 #include "bench_common.hpp"
 
 #include <cerrno>
@@ -37,6 +39,8 @@ constexpr const char* usage_text =
 Times `sqlock run NAME -- true` (per database) against `flock FILE true`, `true` and
 `sqlock --version`, interleaved over N rounds (default 40, plus a warm-up round), and the
 steps of a `sqlock run` (connect, lock + unlock, teardown) inside a fresh process.
+The commands run without LD_LIBRARY_PATH: PATH should be an installed sqlock
+(`cmake --install BUILD --prefix DIR`, or the package's /usr/bin/sqlock).
 
 Exit status: 0 ok; 1 a command failed; 2 usage.
 )";
@@ -72,10 +76,22 @@ double ms_since(std::int64_t t0) {
     return static_cast<double>(bench::now_ns() - t0) / 1e6;
 }
 
-/// Runs argv to completion with stdout to /dev/null and stderr to a file; throws unless it
-/// exits 0. Returns the wall time in ms.
+/// The environment the timed commands run in: ours without LD_LIBRARY_PATH, so that they load
+/// their libraries as an installed program does (a search path in front of the system's costs
+/// every command a failed open per library and directory, flock too).
+std::vector<char*> installed_environment() {
+    std::vector<char*> env;
+    for (char** e = environ; *e; ++e)
+        if (!std::string_view(*e).starts_with("LD_LIBRARY_PATH="))
+            env.push_back(*e);
+    env.push_back(nullptr);
+    return env;
+}
+
+/// Runs argv to completion with environment `env` (ours when null), stdout to `stdout_file`
+/// and stderr to a file; throws unless it exits 0. Returns the wall time in ms.
 double spawn_and_wait(const std::vector<std::string>& argv, const std::string& stderr_file,
-                      const std::string& stdout_file = "/dev/null") {
+                      const std::string& stdout_file = "/dev/null", char* const* env = nullptr) {
     std::vector<char*> args;
     for (const auto& a : argv)
         args.push_back(const_cast<char*>(a.c_str()));
@@ -88,7 +104,7 @@ double spawn_and_wait(const std::vector<std::string>& argv, const std::string& s
                                      0600);
     pid_t pid = 0;
     const std::int64_t t0 = bench::now_ns();
-    const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+    const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), env ? env : environ);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0)
         throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
@@ -251,17 +267,20 @@ int run(const config& cfg) {
     const std::string err_file = std::string(dir) + "/stderr";
 
     std::vector<item> items;
+    const auto command_env = std::make_shared<std::vector<char*>>(installed_environment());
     const auto command = [&](std::string label, std::string backend,
                              std::vector<std::string> argv) {
-        items.push_back(
-            {std::move(label),
-             "command",
-             std::move(backend),
-             [argv, err_file] { return std::vector<double>{spawn_and_wait(argv, err_file)}; },
-             {},
-             {},
-             0,
-             {}});
+        items.push_back({std::move(label),
+                         "command",
+                         std::move(backend),
+                         [argv, err_file, command_env] {
+                             return std::vector<double>{
+                                 spawn_and_wait(argv, err_file, "/dev/null", command_env->data())};
+                         },
+                         {},
+                         {},
+                         0,
+                         {}});
     };
     command("`true`", "", {"true"});
     command("`flock FILE true`", "", {"flock", cfg.flock_file, "true"});

@@ -54,6 +54,8 @@ if [[ ${1:-} != --inner ]]; then
   cp -a "$BUILD/sqlock" "$BUILD"/libsqlock.so* "$BUILD/sqlock0" "$STAGE/"
   for b in "${BENCHES[@]}"; do cp -a "$BUILD/tools/bench/$b" "$STAGE/"; done
   cp -a "$ROOT/sql" "$STAGE/sql" # the statements the bare-driver variants send
+  # The CLI as a user has it: installed (relative RUNPATH), run without LD_LIBRARY_PATH.
+  cmake --install "$BUILD" --prefix "$STAGE/installed" >"$BUILD/bench-install.log"
   exec "$ROOT/tools/testdb.sh" run "$BUILD/bench-all-testdb" -- "$SELF" --inner
 fi
 
@@ -103,7 +105,7 @@ part latency "$STAGE/sqlock_latency_bench" --url "$PG" --url "$MY" --url "sqlite
 part throughput "$STAGE/sqlock_throughput_bench" --url "$PG" --url "$MY" \
   --url "sqlite://$SQLITE_DIR/throughput.db" --seconds "$TP_SECONDS" --reps "$TP_REPS" \
   --json "$PARTS/throughput.json" --markdown "$PARTS/throughput.md"
-part cli "$STAGE/sqlock_cli_bench" --sqlock "$STAGE/sqlock" --url "sqlite://$SQLITE_DIR/cli.db" \
+part cli "$STAGE/sqlock_cli_bench" --sqlock "$STAGE/installed/bin/sqlock" --url "sqlite://$SQLITE_DIR/cli.db" \
   --url "$PG" --url "$MY" --runs "$CLI_RUNS" --flock-file "$SQLITE_DIR/cli.flock" \
   --json "$PARTS/cli.json" --markdown "$PARTS/cli.md"
 
