@@ -54,6 +54,34 @@ struct connect_options {
     /// forward), on the thread that noticed it, in the middle of a lock operation: it must not
     /// block or use sqlock. Unset: the first step is written to stderr as one line.
     std::function<void(std::chrono::milliseconds step)> on_clock_step;
+    /// Every new connection is checked against the server's replication (DESIGN §9; see
+    /// database::topology()). Replicas that are all asynchronous mean a failover can lose a
+    /// grant the old primary acknowledged (two holders, a token handed out twice): by
+    /// default that is a warning (topology().warnings, and one line on stderr); with this set
+    /// it is errc::topology. A read-only standby is always refused.
+    bool require_synchronous_replication = false;
+};
+
+/// What sqlock found out about the server behind a database handle, from the last connection
+/// it opened (every new connection is checked; see database::topology()).
+struct topology_info {
+    /// "host:port" of the server the last connection reached (of several in the URL: the one
+    /// that accepts writes); the file path for SQLite.
+    std::string server;
+    /// Replicas streaming from it (PostgreSQL pg_stat_replication, MariaDB Slaves_connected);
+    /// 0 for a single server and for SQLite.
+    int replicas = 0;
+    /// Commits wait until a replica has them: PostgreSQL synchronous_standby_names set and
+    /// synchronous_commit on/remote_write/remote_apply; MariaDB semi-synchronous replication
+    /// active with wait point AFTER_SYNC. Then a promoted replica has every acknowledged grant.
+    bool synchronous = false;
+    /// Nodes of a multi-writer cluster the server belongs to (MariaDB Galera
+    /// wsrep_cluster_size); 1 otherwise. select_for_update is refused above 1: row locks are
+    /// held on one node only.
+    int cluster_nodes = 1;
+    /// Why this setup may lose a grant at a failover (empty when it cannot): asynchronous
+    /// replicas, a Galera cluster (for select_for_update). Shown by `sqlock status`.
+    std::vector<std::string> warnings;
 };
 
 /// One row of the lock table, as reported by the database. Times are the database's clock.
@@ -210,6 +238,11 @@ public:
     /// The steps of the server's clock that sqlock processes recorded (at most one per 10 s per
     /// database handle), newest first, at most `limit`. Needs schema version 5.
     std::vector<clock_step_record> clock_steps(std::size_t limit = 20);
+    /// The replication setup of the server, as the last connection this handle opened found it
+    /// (connect() opens one). A read-only standby or replica never gets this far: connecting
+    /// to one is errc::topology (a URL listing several hosts connects to the one that accepts
+    /// writes instead).
+    topology_info topology() const;
     /// Steps of the server's clock this handle noticed itself (see
     /// connect_options::clock_step_threshold).
     std::uint64_t clock_steps_noticed() const noexcept;

@@ -19,7 +19,11 @@ enum class errc {
     schema_missing,   ///< lock tables are missing: run "sqlock migrate"
     schema_mismatch,  ///< lock tables exist but at a version this library does not understand
     unsupported,      ///< the backend or strategy cannot do what was asked
-    backend,          ///< any other database error; see native_code() / sqlstate()
+    /// the database's replication cannot keep this lock safe: a read-only standby or
+    /// replica, select_for_update on a multi-node Galera cluster, asynchronous replicas
+    /// when connect_options::require_synchronous_replication is set (DESIGN §9)
+    topology,
+    backend, ///< any other database error; see native_code() / sqlstate()
 };
 
 /// A short stable name for `code` ("connection", "lock_lost", ...).

@@ -4,6 +4,7 @@
 #include "sqlock/database.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,10 +17,22 @@ enum class session_purpose {
     lock_holder, ///< keeps a select_for_update lock: its transaction stays open for the hold
 };
 
+/// One server of a URL's host list.
+struct endpoint {
+    std::string host;
+    int port = 0;
+};
+
+/// Most hosts one URL may list.
+inline constexpr std::size_t max_endpoints = 16;
+
 struct connection_config {
     backend_kind kind = backend_kind::sqlite;
-    std::string host;     ///< server host (PostgreSQL, MySQL)
-    int port = 0;         ///< 0 = backend default
+    std::string host; ///< server host (PostgreSQL, MySQL): the one to connect to
+    int port = 0;     ///< its port
+    /// Every server the URL lists, in order (PostgreSQL, MySQL): host/port is the first until
+    /// a backend that tries them one by one sets it to the one it tries.
+    std::vector<endpoint> endpoints;
     std::string user;     ///< percent-decoded
     std::string password; ///< percent-decoded; never put into messages
     std::string database; ///< database name (PostgreSQL, MySQL)

@@ -225,8 +225,24 @@ public:
     /// What this handle noticed of the server's clock (steps between replies).
     clock_watch::summary clock_steps_seen() const { return m_clock_watch.seen(); }
 
+    /// The replication setup the last connection found (see database::topology()).
+    topology_info topology() const;
+    /// select_for_update: throws errc::topology when the server is a node of a multi-node
+    /// Galera cluster (row locks hold on one node only).
+    void require_row_locks_safe() const;
+
 private:
     std::unique_ptr<session> open_session();
+    /// Opens a session with `config` and checks the server's topology (src/core/topology.cpp):
+    /// MariaDB tries the URL's hosts in order and keeps the first that accepts writes.
+    /// Throws errc::topology for a read-only standby/replica (or asynchronous replicas when
+    /// require_synchronous_replication is set), else what connecting threw.
+    std::unique_ptr<session> connect_checked(const connection_config& config);
+    /// Runs the topology statement on a new session `s` (to `endpoint`, "host:port") and
+    /// records the answer. Returns the server's name when it is read-only (the caller refuses
+    /// it); throws errc::topology when asynchronous replicas are refused.
+    std::optional<std::string> check_topology(session& s, const std::string& endpoint);
+    [[noreturn]] void throw_read_only(const std::string& server) const;
     /// `s`, showing its replies to this handle's clock_watch.
     std::unique_ptr<session> watched(std::unique_ptr<session> s) noexcept;
     /// A step was noticed: connect_options::on_clock_step, or one line on stderr per handle.
@@ -257,6 +273,8 @@ private:
     std::atomic<std::uint64_t> m_acquire_attempts{0};
     std::atomic<std::uint64_t> m_connects_attempted{0};
     std::atomic<int> m_schema_version{-1}; ///< -1: not checked (check_schema off)
+    mutable std::mutex m_topology_mutex;
+    topology_info m_topology; ///< from the last connection opened
     /// The largest high-water mark a durable fu_raise_hwm of this handle returned (0: none).
     std::atomic<std::int64_t> m_durable_token_hwm{0};
     /// The largest select_for_update token this handle handed out (0: none).

@@ -22,6 +22,8 @@ std::string_view to_string(errc code) noexcept {
         return "schema_mismatch";
     case errc::unsupported:
         return "unsupported";
+    case errc::topology:
+        return "topology";
     case errc::backend:
         return "backend";
     }

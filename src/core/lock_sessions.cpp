@@ -43,7 +43,7 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
                 }
             }
         }
-        return watched(backend_for(config.kind).open_session(config, m_catalog));
+        return connect_checked(config);
     }
     {
         std::lock_guard lock(m_pool_mutex);
@@ -78,8 +78,7 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
     auto config = m_config;
     config.purpose = session_purpose::lock_holder;
     config.client_identity = this_process().id;
-    m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
-    return watched(backend_for(config.kind).open_session(config, m_catalog));
+    return connect_checked(config);
 }
 
 void database_impl::unpin(std::string_view lock_name, std::unique_ptr<session> s) noexcept {

@@ -18,8 +18,7 @@ void pooled_session::discard() noexcept {
 }
 
 std::unique_ptr<session> database_impl::open_session() {
-    m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
-    return watched(backend_for(m_config.kind).open_session(m_config, m_catalog));
+    return connect_checked(m_config);
 }
 
 pooled_session database_impl::checkout() {

@@ -106,6 +106,8 @@ enum class statement : std::size_t {
     job_list,          ///< -> rows (see job_info; running_since_ms, now_ms last)
     job_prune,         ///< $1 batch $2 keep_ms -> affected rows
     job_prune_count,   ///< $1 keep_ms -> 1 row (count)
+    topology,          ///< -> 1 row (read_only, replicas, synchronous, cluster_nodes, server),
+                       ///<   run on every new connection (DESIGN §9)
     count_
 };
 
@@ -168,6 +170,7 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "job_list",
     "job_prune",
     "job_prune_count",
+    "topology",
 };
 
 // A statement added to the enum without a file name here would silently get an empty name.

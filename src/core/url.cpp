@@ -68,6 +68,42 @@ std::string redact(std::string_view url) {
     return out;
 }
 
+/// One host[:port] or [IPv6][:port] of a URL's host list.
+endpoint parse_endpoint(std::string_view text, int default_port, const std::string& shown) {
+    endpoint e;
+    e.port = default_port;
+    std::string_view port_text;
+    if (text.starts_with("[")) { // [IPv6]:port
+        const auto close = text.find(']');
+        if (close == std::string_view::npos)
+            bad_url(shown, "unterminated [IPv6] host");
+        e.host = std::string(text.substr(1, close - 1));
+        const auto after = text.substr(close + 1);
+        if (!after.empty()) {
+            if (after[0] != ':')
+                bad_url(shown, "unexpected text after ]");
+            port_text = after.substr(1);
+        }
+    } else {
+        const auto c = text.rfind(':');
+        e.host = percent_decode(text.substr(0, c), shown);
+        if (c != std::string_view::npos)
+            port_text = text.substr(c + 1);
+    }
+    if (e.host.empty())
+        bad_url(shown, "no host");
+    if (!port_text.empty()) {
+        int port = 0;
+        const auto [end, ec] =
+            std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+        if (ec != std::errc{} || end != port_text.data() + port_text.size() || port < 1 ||
+            port > 65535)
+            bad_url(shown, "port must be a number from 1 to 65535");
+        e.port = port;
+    }
+    return e;
+}
+
 } // namespace
 
 connection_config parse_url(std::string_view url) {
@@ -136,35 +172,20 @@ connection_config parse_url(std::string_view url) {
             cfg.password = percent_decode(userinfo.substr(c + 1), shown);
     }
 
-    std::string_view port_text;
-    if (authority.starts_with("[")) { // [IPv6]:port
-        const auto close = authority.find(']');
-        if (close == std::string_view::npos)
-            bad_url(shown, "unterminated [IPv6] host");
-        cfg.host = std::string(authority.substr(1, close - 1));
-        const auto after = authority.substr(close + 1);
-        if (!after.empty()) {
-            if (after[0] != ':')
-                bad_url(shown, "unexpected text after ]");
-            port_text = after.substr(1);
-        }
-    } else {
-        const auto c = authority.rfind(':');
-        cfg.host = percent_decode(authority.substr(0, c), shown);
-        if (c != std::string_view::npos)
-            port_text = authority.substr(c + 1);
+    // host[:port] or [IPv6][:port], several separated by commas (a replicated database: the
+    // session goes to the one that accepts writes).
+    const int default_port = cfg.port;
+    while (true) {
+        const auto comma = authority.find(',');
+        cfg.endpoints.push_back(parse_endpoint(authority.substr(0, comma), default_port, shown));
+        if (comma == std::string_view::npos)
+            break;
+        authority = authority.substr(comma + 1);
     }
-    if (cfg.host.empty())
-        bad_url(shown, "no host");
-    if (!port_text.empty()) {
-        int port = 0;
-        const auto [end, ec] =
-            std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-        if (ec != std::errc{} || end != port_text.data() + port_text.size() || port < 1 ||
-            port > 65535)
-            bad_url(shown, "port must be a number from 1 to 65535");
-        cfg.port = port;
-    }
+    if (cfg.endpoints.size() > max_endpoints)
+        bad_url(shown, "more than " + std::to_string(max_endpoints) + " hosts");
+    cfg.host = cfg.endpoints.front().host;
+    cfg.port = cfg.endpoints.front().port;
 
     while (!query.empty()) {
         const auto amp = query.find('&');

@@ -45,6 +45,7 @@ public:
                                      std::chrono::milliseconds wait,
                                      attempt_state& /*state*/) override {
         wait = clamp_to_io_timeout(db, wait);
+        db.require_row_locks_safe();
         bool created_row = false;
         int recoveries = 0;
         int reserves = 0;

@@ -109,11 +109,11 @@ for v in $environment; do
     grep -qx -- "\*$v\*" <<<"$env_text" || fail "manual page: ENVIRONMENT lacks $v"
 done
 
-# Exit codes: the CLI's (cli.hpp), check's Nagios codes and those of run's child when it
-# cannot execute the command (`_exit(...)` in main.cpp).
+# Exit codes: the CLI's (cli.hpp), check's Nagios codes and those `run` gives when it cannot
+# start the command (`W_EXITCODE(...)` in main.cpp).
 codes=$( (grep -oE 'exit_[a-z_]+ = [0-9]+' "$src/tools/sqlock/cli.hpp"
     grep -oE 'nagios_[a-z]+ = [0-9]+' "$main_cpp" | grep -oE '[0-9]+$'
-    grep -oE '\b_exit\([^;]*\)' "$main_cpp") | grep -oE '[0-9]+' | sort -un)
+    grep -oE '\bW_EXITCODE\([^;]*\)' "$main_cpp") | grep -oE '[0-9]+' | sort -un)
 [[ $(wc -w <<<"$codes") -ge 12 ]] || fail "found only these exit codes: $codes"
 exit_text=$(section '^EXIT STATUS$')
 for code in $codes; do

@@ -76,3 +76,34 @@ TEST_CASE("url: passwords never appear in error messages") {
     CHECK(msg.find("SeCrEt") == std::string::npos);
     CHECK(msg.find("***") != std::string::npos);
 }
+
+TEST_CASE("url: a host list, each with its own or the default port") {
+    const auto c = parse_url("postgresql://u:pw@h1:5433,h2,[::1]:5435/app?sslmode=require");
+    REQUIRE(c.endpoints.size() == 3);
+    CHECK(c.endpoints[0].host == "h1");
+    CHECK(c.endpoints[0].port == 5433);
+    CHECK(c.endpoints[1].host == "h2");
+    CHECK(c.endpoints[1].port == 5432);
+    CHECK(c.endpoints[2].host == "::1");
+    CHECK(c.endpoints[2].port == 5435);
+    CHECK(c.host == "h1"); // the first until a backend picks another
+    CHECK(c.port == 5433);
+    CHECK(c.database == "app");
+    CHECK(c.redacted_url == "postgresql://u:***@h1:5433,h2,[::1]:5435/app?sslmode=require");
+    const auto m = parse_url("mysql://u@a:3307,b/d");
+    REQUIRE(m.endpoints.size() == 2);
+    CHECK(m.endpoints[1].port == 3306);
+    CHECK(parse_url("mysql://u@h/d").endpoints.size() == 1);
+}
+
+TEST_CASE("url: a malformed host list is invalid_argument") {
+    using sqlock::errc;
+    CHECK(code_of("postgresql://u@h1,,h2/d") == errc::invalid_argument);
+    CHECK(code_of("postgresql://u@h1,/d") == errc::invalid_argument);
+    CHECK(code_of("mysql://u@h1:3306,h2:0/d") == errc::invalid_argument);
+    CHECK(code_of("mysql://u@h1:3306,h2:x/d") == errc::invalid_argument);
+    std::string many = "postgresql://u@";
+    for (int i = 0; i < 17; ++i)
+        many += (i ? "," : "") + std::string("h") + std::to_string(i);
+    CHECK(message_of(many + "/d").find("more than 16 hosts") != std::string::npos);
+}

@@ -59,7 +59,8 @@ global options (before or after COMMAND):
 
 exit codes: 0 ok; 1 release: nothing to release; 64 bad usage; 69 database unreachable or
             login failed; 70 other error; 75 lock not granted within --wait; 76 lock lost
-            while the command ran; 78 lock tables missing or of another version (migrate).
+            while the command ran; 78 lock tables missing or of another version (migrate), or
+            a database setup that cannot keep the lock safe (a standby; see `sqlock status`).
             `sqlock run` otherwise exits with the command's status (128+N if killed by signal N);
             `run --once-per` exits 0 (or --skipped-exit N) when the slot was already done.
             `check` uses Nagios codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
@@ -161,7 +162,9 @@ select_for_update holders are shown where the server tells (PostgreSQL).
 status (text) also lists scheduled jobs: period, last success and its age, last outcome,
 whether the current slot is done, overdue (no success within 1.5 periods), running for. Its
 summary line is followed by a "clock:" line when sqlock processes noticed the database server's
-clock step in the last 24 hours (connect_options::clock_step_threshold).
+clock step in the last 24 hours (connect_options::clock_step_threshold), and by a
+"replication:" line for each way the server's replication can lose a grant at a failover
+(asynchronous replicas) or refuses a strategy (Galera: select_for_update).
   --jobs        status: only the scheduled jobs; with --json an array of objects with exactly:
                 name, period_ms, first_fired_ms, last_fired_ms, last_outcome, last_started_ms,
                 last_duration_ms, last_success_started_ms, last_success_age_ms (null: never),
@@ -1007,6 +1010,8 @@ int cmd_status(const options& o) {
                         static_cast<double>(last.step.count()) / 1000.0, last.seen_at.c_str(),
                         last.observer.c_str());
         }
+        for (const auto& warning : db.topology().warnings)
+            std::cout << "replication: " << warning << "\n";
     }
     // status: the scheduled jobs follow the locks (list shows locks only).
     const auto print_jobs = [&] {
@@ -1344,6 +1349,7 @@ int exit_code_for(const sqlock::error& e) {
         return exit_unavailable;
     case sqlock::errc::schema_missing:
     case sqlock::errc::schema_mismatch:
+    case sqlock::errc::topology:
         return exit_config;
     default:
         return exit_software;

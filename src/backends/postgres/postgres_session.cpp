@@ -69,10 +69,24 @@ void append_conninfo(std::string& out, std::string_view key, std::string_view va
 
 std::string build_conninfo(const connection_config& config) {
     std::string info;
-    if (!config.host.empty())
-        append_conninfo(info, "host", config.host);
-    if (config.port > 0)
-        append_conninfo(info, "port", std::to_string(config.port));
+    // libpq's own host list: it tries each host in turn (connect_timeout applies per host).
+    std::string hosts;
+    std::string ports;
+    for (const auto& e : config.endpoints) {
+        hosts += (hosts.empty() ? "" : ",") + e.host;
+        ports += (ports.empty() ? "" : ",") + std::to_string(e.port);
+    }
+    if (config.endpoints.empty()) {
+        hosts = config.host;
+        ports = config.port > 0 ? std::to_string(config.port) : "";
+    }
+    if (!hosts.empty())
+        append_conninfo(info, "host", hosts);
+    if (!ports.empty())
+        append_conninfo(info, "port", ports);
+    // Only a server that accepts writes will do: of several hosts libpq takes the primary, and
+    // a standby alone is refused (the topology check says why; DESIGN §9).
+    append_conninfo(info, "target_session_attrs", "read-write");
     if (!config.user.empty())
         append_conninfo(info, "user", config.user);
     if (!config.password.empty())
@@ -117,6 +131,23 @@ void validate_conninfo(const std::string& conninfo, const std::string& redacted_
         why.pop_back();
     throw error(errc::invalid_argument,
                 "postgresql: bad connection option in " + redacted_url + ": " + why, backend_name);
+}
+
+/// True when libpq's connect error says that every host it tried was a read-only standby
+/// (target_session_attrs=read-write): "server is in hot standby mode" / "session is
+/// read-only" for each host. A host that failed otherwise (refused, timed out: a failover in
+/// progress) makes it a connection error, which a caller retries.
+bool only_standbys_answered(std::string_view why) {
+    std::size_t hosts = 0;
+    std::size_t standbys = 0;
+    for (std::size_t at = why.find("failed:"); at != std::string_view::npos;
+         at = why.find("failed:", at + 1))
+        ++hosts;
+    for (const auto text : {"server is in hot standby mode", "session is read-only"})
+        for (std::size_t at = why.find(text); at != std::string_view::npos;
+             at = why.find(text, at + 1))
+            ++standbys;
+    return standbys > 0 && standbys >= hosts;
 }
 
 bool starts_with_any(std::string_view line, std::initializer_list<std::string_view> prefixes) {
@@ -270,6 +301,16 @@ public:
             // A server without a free slot is told apart (SQLSTATE 53300, see is_server_full):
             // waiting for a lock outlasts it.
             const std::string why = clean_message(e.what());
+            if (only_standbys_answered(why))
+                throw error(errc::topology,
+                            scrub("postgresql: " + m_url + " reached only a read-only standby (" +
+                                      why +
+                                      "); locks need the primary (the server that accepts "
+                                      "writes). Put the primary in the URL, or list every node "
+                                      "(postgresql://user:pw@host1:port,host2:port/db) to "
+                                      "connect to whichever accepts writes",
+                                  config.password),
+                            backend_name, 0, "25006");
             const bool full = postgres_refused_for_capacity(why);
             throw error(errc::connection,
                         scrub("postgresql: cannot connect to " + m_url + ": " + why +

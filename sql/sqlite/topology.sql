@@ -1,0 +1,1 @@
+-- Nothing to send: an SQLite file has no replicas (database_impl reports a single server).

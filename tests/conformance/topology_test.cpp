@@ -1,0 +1,124 @@
+// What sqlock finds out about the server at connect (DESIGN §9): host lists that follow the
+// primary, read-only servers refused, the topology a handle reports. Replicated setups (a
+// standby, Galera, PgBouncer) are tested against real clusters in replication_test.cpp.
+#include "backend_fixture.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using sqlock::errc;
+using test::db;
+using test::error_of;
+
+namespace {
+
+bool is_server() {
+    return test::backend().kind != sqlock::backend_kind::sqlite;
+}
+
+/// A 127.0.0.1 port where nothing listens (bound, then closed).
+int dead_port() {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    const int port = ntohs(addr.sin_port);
+    close(fd);
+    return port;
+}
+
+/// The test server's URL split around its host:port: {"scheme://user:pw@", "host:port", "/db..."}.
+struct url_parts {
+    std::string head, hostport, tail;
+};
+url_parts split_url(const std::string& url) {
+    const auto at = url.find('@');
+    const auto slash = url.find('/', at);
+    return {url.substr(0, at + 1), url.substr(at + 1, slash - at - 1), url.substr(slash)};
+}
+
+} // namespace
+
+TEST_SUITE("topology") {
+
+    TEST_CASE("a single server reports no replicas and no warnings") {
+        const auto t = db().topology();
+        CHECK_FALSE(t.server.empty());
+        CHECK(t.replicas == 0);
+        CHECK_FALSE(t.synchronous);
+        CHECK(t.cluster_nodes == 1);
+        CHECK(t.warnings.empty());
+    }
+
+    TEST_CASE("a URL listing a dead host first connects to the live one and locks there") {
+        if (!is_server())
+            return;
+        const auto parts = split_url(test::backend().url);
+        const auto url = parts.head + "127.0.0.1:" + std::to_string(dead_port()) + "," +
+                         parts.hostport + parts.tail;
+        sqlock::connect_options o;
+        o.connect_timeout = std::chrono::seconds(3);
+        auto listed = sqlock::connect(url, o);
+        const auto name = test::unique_name("multi-host");
+        sqlock::mutex m(listed, name, test::opts());
+        REQUIRE(m.try_lock());
+        CHECK(m.token() > 0);
+        CHECK(test::row_of(name).has_value()); // the same server the other tests use
+        m.unlock();
+        CHECK(listed.topology().server.find(parts.hostport.substr(parts.hostport.rfind(':'))) !=
+              std::string::npos);
+    }
+
+    TEST_CASE("a URL whose hosts are all down is a retryable connection error naming each") {
+        if (!is_server())
+            return;
+        const auto parts = split_url(test::backend().url);
+        const int a = dead_port();
+        const int b = dead_port();
+        const auto url = parts.head + "127.0.0.1:" + std::to_string(a) +
+                         ",127.0.0.1:" + std::to_string(b) + parts.tail;
+        sqlock::connect_options o;
+        o.connect_timeout = std::chrono::seconds(2);
+        const auto e = error_of([&] { sqlock::connect(url, o); });
+        CHECK(e.code() == errc::connection);
+        CHECK(e.retryable());
+        const std::string what = e.what();
+        CHECK(what.find(std::to_string(a)) != std::string::npos);
+        if (a != b)
+            CHECK(what.find(std::to_string(b)) != std::string::npos);
+        CHECK(what.find(parts.head.substr(parts.head.find(':', 12) + 1,
+                                          parts.head.size() - parts.head.find(':', 12) - 2)) ==
+              std::string::npos); // no password
+    }
+}
+
+TEST_SUITE("topology_postgresql") {
+
+    TEST_CASE("a read-only server is refused with errc::topology saying what to do") {
+        // A database whose sessions are read-only stands in for a hot standby: libpq
+        // (target_session_attrs=read-write) and sqlock's own check both see a server that
+        // does not accept writes. Real standbys: replication_test.cpp.
+        const auto ro_db = "sqlock_ro_" + std::to_string(getpid());
+        test::exec_sql(db(), "DROP DATABASE IF EXISTS " + ro_db);
+        test::exec_sql(db(), "CREATE DATABASE " + ro_db);
+        test::exec_sql(db(), "ALTER DATABASE " + ro_db + " SET default_transaction_read_only = on");
+        const auto parts = split_url(test::backend().url);
+        for (const std::string options : {"", "?target_session_attrs=any"}) {
+            CAPTURE(options);
+            const auto e = error_of(
+                [&] { sqlock::connect(parts.head + parts.hostport + "/" + ro_db + options); });
+            CHECK(e.code() == errc::topology);
+            CHECK_FALSE(e.retryable());
+            const std::string what = e.what();
+            CHECK(what.find("read-only standby") != std::string::npos);
+            CHECK(what.find("host1:port,host2:port") != std::string::npos);
+            CHECK(what.find(":***@") != std::string::npos);
+        }
+        test::exec_sql(db(), "DROP DATABASE " + ro_db);
+    }
+}
