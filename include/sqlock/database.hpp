@@ -79,6 +79,12 @@ struct topology_info {
     /// wsrep_cluster_size); 1 otherwise. select_for_update is refused above 1: row locks are
     /// held on one node only.
     int cluster_nodes = 1;
+    /// A pooler shares server connections between transactions (PgBouncer in transaction
+    /// mode; told by the server's backend pid differing from the one the pooler gave us).
+    /// Every strategy still works: statements go unprepared, waiters poll instead of
+    /// LISTEN and of the unique_key server-side queue, and statement_timeout is not set (it
+    /// would stay on a server connection other clients get).
+    bool transaction_pooler = false;
     /// Why this setup may lose a grant at a failover (empty when it cannot): asynchronous
     /// replicas, a Galera cluster (for select_for_update). Shown by `sqlock status`.
     std::vector<std::string> warnings;

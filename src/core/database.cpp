@@ -60,7 +60,17 @@ std::int64_t column_int(const std::optional<std::string>& text) noexcept {
 }
 
 database_impl::database_impl(connection_config config, const connect_options& options)
-    : m_config(std::move(config)), m_options(options) {
+    : m_config(std::move(config)), m_options(options),
+      m_catalog(
+          [kind = m_config.kind](statement id) {
+              const auto path = std::string("sql/") + std::string(backend_dir(kind)) + "/" +
+                                std::string(name_of(id)) + ".sql";
+              const auto text = find_embedded(path);
+              if (!text)
+                  throw std::logic_error("sqlock was built without " + path);
+              return *text;
+          },
+          [this](std::string_view sql) { return expand(sql); }) {
     validate_table_prefix(m_options.table_prefix);
     if (m_options.connect_timeout.count() <= 0)
         throw error(errc::invalid_argument, "connect_timeout must be positive");
@@ -85,20 +95,19 @@ database_impl::database_impl(connection_config config, const connect_options& op
     // The notification channel appears inside a string literal (pg_notify('...')), so it is
     // substituted unquoted; the prefix's characters are limited to [A-Za-z0-9_].
     m_identifiers.emplace_back("channel", prefix + "release");
+}
 
-    const auto dir = std::string("sql/") + std::string(backend_dir(m_config.kind)) + "/";
-    for (std::size_t i = 0; i < statement_count; ++i) {
-        const auto text = find_embedded(dir + std::string(statement_names[i]) + ".sql");
-        if (!text)
-            throw std::logic_error("sqlock was built without " + dir +
-                                   std::string(statement_names[i]) + ".sql");
-        m_catalog.text[i] = expand(*text);
-        m_catalog.noop[i] = split_script(*text).empty(); // only comments: nothing to send
-        m_catalog.read_back[i] = text->find("-- sqlock: read-back") != std::string_view::npos;
-        m_catalog.server_clock[i] = text->find("-- sqlock: server-clock") != std::string_view::npos;
-        m_catalog.skip_if_unchanged[i] =
-            text->find("-- sqlock: skip-if-unchanged") != std::string_view::npos;
-    }
+const sql_catalog::entry& sql_catalog::get(statement id) const {
+    auto& e = m_entries[static_cast<std::size_t>(id)];
+    std::call_once(e.once, [&] {
+        const auto text = m_source(id);
+        e.text = m_expand(text);
+        e.noop = split_script(text).empty(); // only comments: nothing to send
+        e.read_back = text.find("-- sqlock: read-back") != std::string_view::npos;
+        e.server_clock = text.find("-- sqlock: server-clock") != std::string_view::npos;
+        e.skip_if_unchanged = text.find("-- sqlock: skip-if-unchanged") != std::string_view::npos;
+    });
+    return e;
 }
 
 std::string database_impl::expand(std::string_view sql) const {

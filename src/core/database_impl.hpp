@@ -190,7 +190,16 @@ public:
     /// row can run on it outside the lock's transaction (not SQLite's per-name lock files).
     bool lock_sessions_reach_tables() const noexcept { return kind() != backend_kind::sqlite; }
     /// Releases are announced to listening sessions (PostgreSQL NOTIFY); elsewhere waiters poll.
-    bool notifies_releases() const noexcept { return kind() == backend_kind::postgresql; }
+    /// Not behind a transaction-mode pooler: LISTEN needs a session of its own.
+    bool notifies_releases() const noexcept {
+        return kind() == backend_kind::postgresql && !behind_transaction_pooler();
+    }
+    /// A connection found a pooler that shares server connections between transactions
+    /// (PgBouncer in transaction mode): nothing session-level (LISTEN, the unique_key queue's
+    /// session advisory locks) may be used; waiters poll.
+    bool behind_transaction_pooler() const noexcept {
+        return m_behind_pooler.load(std::memory_order_relaxed);
+    }
 
     /// The reaper's part for leases never released (see reap_options::settle): reads the held
     /// leases that look expired for longer than `grace`, drops those this handle has seen
@@ -273,6 +282,7 @@ private:
     std::atomic<std::uint64_t> m_acquire_attempts{0};
     std::atomic<std::uint64_t> m_connects_attempted{0};
     std::atomic<int> m_schema_version{-1}; ///< -1: not checked (check_schema off)
+    std::atomic<bool> m_behind_pooler{false};
     mutable std::mutex m_topology_mutex;
     topology_info m_topology; ///< from the last connection opened
     /// The largest high-water mark a durable fu_raise_hwm of this handle returned (0: none).

@@ -9,11 +9,11 @@ namespace sqlock::detail {
 bool session::needs_sending(statement id, std::span<const param> params) {
     if (m_catalog.is_noop(id))
         return false;
-    const auto index = static_cast<std::size_t>(id);
-    if (!m_catalog.skip_if_unchanged[index])
+    if (!m_catalog.skips_if_unchanged(id))
         return true;
+    const auto index = static_cast<std::size_t>(id);
     // Compare only the parameters this backend's SQL uses ($N present in the text).
-    const auto& text = m_catalog.text[index];
+    const auto& text = m_catalog[id];
     std::vector<std::optional<std::string>> used;
     for (std::size_t i = 0; i < params.size(); ++i) {
         // (Appending rather than "x" + string: GCC 12 -O3 warns falsely on the latter.)

@@ -110,6 +110,11 @@ public:
         return {};
     }
 
+    /// True when a pooler between us and the server shares server connections between
+    /// transactions (PgBouncer in transaction mode): session-level features (LISTEN, session
+    /// advisory locks, prepared statements, session settings) do not work on this session.
+    virtual bool behind_transaction_pooler() const noexcept { return false; }
+
     /// The server's id for this connection (PostgreSQL backend pid, MariaDB connection id), as
     /// pg_terminate_backend() / KILL take it; 0 where there is none (SQLite) or it is unknown.
     virtual std::int64_t server_session_id() const noexcept { return 0; }

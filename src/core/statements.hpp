@@ -20,6 +20,8 @@
 
 #include <array>
 #include <cstddef>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -185,19 +187,42 @@ inline std::string_view name_of(statement id) {
     return statement_names[static_cast<std::size_t>(id)];
 }
 
-/// A backend's statements with table names substituted.
-struct sql_catalog {
-    std::array<std::string, statement_count> text;
-    std::array<bool, statement_count> noop{}; ///< the file holds only comments: nothing to send
-    std::array<bool, statement_count> skip_if_unchanged{}; ///< see the file comment above
-    std::array<bool, statement_count> read_back{};         ///< see the file comment above
-    std::array<bool, statement_count> server_clock{};      ///< see the file comment above
-    const std::string& operator[](statement id) const { return text[static_cast<std::size_t>(id)]; }
-    bool is_noop(statement id) const { return noop[static_cast<std::size_t>(id)]; }
-    bool needs_read_back(statement id) const { return read_back[static_cast<std::size_t>(id)]; }
-    bool returns_server_clock(statement id) const {
-        return server_clock[static_cast<std::size_t>(id)];
-    }
+/// A backend's statements with table names substituted. Each is looked up and expanded on
+/// first use (thread-safe): a short-lived process such as `sqlock run` needs a handful of
+/// them, and preparing all of them was a tenth of its connect.
+class sql_catalog {
+public:
+    /// `source(id)`: the statement's SQL file text; `expand`: identifiers substituted.
+    /// Both are called at most once per statement, from whichever thread needs it first.
+    sql_catalog(std::function<std::string_view(statement)> source,
+                std::function<std::string(std::string_view)> expand)
+        : m_source(std::move(source)), m_expand(std::move(expand)) {}
+
+    /// The SQL to send.
+    const std::string& operator[](statement id) const { return get(id).text; }
+    /// The file holds only comments: nothing to send.
+    bool is_noop(statement id) const { return get(id).noop; }
+    /// "-- sqlock: skip-if-unchanged" (see the file comment above).
+    bool skips_if_unchanged(statement id) const { return get(id).skip_if_unchanged; }
+    /// "-- sqlock: read-back" (see the file comment above).
+    bool needs_read_back(statement id) const { return get(id).read_back; }
+    /// "-- sqlock: server-clock" (see the file comment above).
+    bool returns_server_clock(statement id) const { return get(id).server_clock; }
+
+private:
+    struct entry {
+        std::once_flag once;
+        std::string text;
+        bool noop = false;
+        bool skip_if_unchanged = false;
+        bool read_back = false;
+        bool server_clock = false;
+    };
+    const entry& get(statement id) const;
+
+    std::function<std::string_view(statement)> m_source;
+    std::function<std::string(std::string_view)> m_expand;
+    mutable std::array<entry, statement_count> m_entries;
 };
 
 } // namespace sqlock::detail

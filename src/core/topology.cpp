@@ -83,6 +83,8 @@ std::unique_ptr<session> database_impl::connect_checked(const connection_config&
 }
 
 std::optional<std::string> database_impl::check_topology(session& s, const std::string& endpoint) {
+    if (s.behind_transaction_pooler())
+        m_behind_pooler.store(true, std::memory_order_relaxed);
     if (catalog().is_noop(statement::topology)) {
         std::lock_guard lock(m_topology_mutex);
         m_topology.server = m_config.path;
@@ -127,6 +129,12 @@ std::optional<std::string> database_impl::check_topology(session& s, const std::
                         std::string(to_string(kind())));
         t.warnings.push_back("asynchronous replication: " + why);
     }
+    t.transaction_pooler = s.behind_transaction_pooler();
+    if (t.transaction_pooler)
+        t.warnings.push_back("a pooler shares server connections between transactions "
+                             "(PgBouncer in transaction mode): waiters poll instead of being "
+                             "woken, and replies are bounded by TCP timeouts only (no "
+                             "statement_timeout); connect directly for prompt handoffs");
     if (t.cluster_nodes > 1)
         t.warnings.push_back("Galera cluster of " + std::to_string(t.cluster_nodes) +
                              " nodes: select_for_update is refused (its row locks hold on one "

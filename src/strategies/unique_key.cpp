@@ -159,7 +159,9 @@ public:
         }
         if (state.seat && state.seat->where == queue_seat::place::inside)
             return retry_at_head(db, req, state); // first in line since an earlier attempt
-        const bool queue = m_server_queue && wait != server_wait::none && !state.no_queue;
+        // The queue's seats are session advisory locks: not behind a transaction pooler.
+        const bool queue = m_server_queue && wait != server_wait::none && !state.no_queue &&
+                           !db.behind_transaction_pooler();
         if (queue && state.queue_first)
             return queue_up(db, req, wait, state);
         const auto sent = std::chrono::steady_clock::now();

@@ -323,11 +323,28 @@ public:
         // Deprecated in 6.x but still effective: never reconnect behind our back.
         m_conn->inhibit_reactivation(true);
 #pragma GCC diagnostic pop
-        // One round trip for all session settings (statement_timeout is in ms, 0 = off).
+        // One round trip for all session settings (statement_timeout is in ms, 0 = off), and
+        // for telling a transaction-mode pooler (PgBouncer) apart: it gives the client a
+        // backend pid of its own, so the server's pg_backend_pid() differs. Behind one, a
+        // session setting would stay on a server connection other clients then get, so the
+        // server sets statement_timeout only when it is ours alone. (TimeZone is one of the
+        // parameters poolers track per client.)
         const auto statement_ms = std::clamp<long long>(config.io_timeout.count(), 0, INT32_MAX);
-        run_simple("SET statement_timeout = " + std::to_string(statement_ms) +
-                       "; SET TIME ZONE 'UTC'",
-                   "session settings");
+        const auto pid = std::to_string(PQbackendPID(m_pg));
+        const auto settings =
+            simple_query("SET TIME ZONE 'UTC'; SELECT CAST(pg_backend_pid() = " + pid +
+                             " AS integer), CASE WHEN pg_backend_pid() = " + pid +
+                             " THEN set_config('statement_timeout', '" +
+                             std::to_string(statement_ms) + "', false) END",
+                         "session settings");
+        m_behind_pooler = PQntuples(settings.get()) == 1 &&
+                          std::string_view(PQgetvalue(settings.get(), 0, 0)) == "0";
+    }
+
+    /// Behind a pooler that shares server connections between transactions (PgBouncer in
+    /// transaction mode): statements go unprepared, and nothing session-level is kept.
+    bool behind_transaction_pooler() const noexcept override {
+        return m_behind_pooler;
     }
 
     ~postgres_session() override {
@@ -653,9 +670,22 @@ private:
             if (m_catalog.is_noop(item.id))
                 continue;
             const auto index = static_cast<std::size_t>(item.id);
+            if (m_behind_pooler) {
+                // Unnamed: a named statement would live on a server connection that the next
+                // transaction may not get (PgBouncer 1.18 keeps no prepared statements).
+                text_params(item.params, storage, values);
+                if (PQsendQueryParams(conn, m_catalog[item.id].c_str(),
+                                      static_cast<int>(values.size()), nullptr, values.data(),
+                                      nullptr, nullptr, 0) != 1) {
+                    queue_failure = batch_failure{batch_what(item.id), PQerrorMessage(conn), {}};
+                    break;
+                }
+                ops.push_back({i, false});
+                continue;
+            }
             const std::string name = pipeline_name(index);
             if (!m_pipe_prepared[index] && !preparing[index]) {
-                if (PQsendPrepare(conn, name.c_str(), m_catalog.text[index].c_str(), 0, nullptr) !=
+                if (PQsendPrepare(conn, name.c_str(), m_catalog[item.id].c_str(), 0, nullptr) !=
                     1) {
                     queue_failure = batch_failure{batch_what(item.id), PQerrorMessage(conn), {}};
                     break;
@@ -840,6 +870,7 @@ private:
                             // writes it until it is closed
     std::unique_ptr<pq_connection> m_conn;
     std::array<bool, statement_count> m_pipe_prepared{}; // "sqlock_p<index>" exists server-side
+    bool m_behind_pooler = false;                        // see behind_transaction_pooler()
     std::string m_url;                                   // redacted, for messages
     bool m_broken = false;
     bool m_listening = false; ///< LISTEN sent, no UNLISTEN since
