@@ -49,6 +49,8 @@ ensure_packages() {   # $1: pgctl|patroni
   if [[ $1 == patroni ]]; then
     [[ -x /usr/bin/patroni ]] || pkgs+=(patroni)
     [[ -x /usr/bin/etcd ]] || pkgs+=(etcd-server)
+    /usr/bin/python3 -c 'import etcd' 2>/dev/null || pkgs+=(python3-etcd)
+    command -v curl >/dev/null || pkgs+=(curl)
   fi
   ((${#pkgs[@]})) || return 0
   [[ $EUID -eq 0 ]] || die "missing packages: ${pkgs[*]}; install them (apt-get install ${pkgs[*]})"
@@ -314,6 +316,7 @@ EOF
 pgctl_failover() {
   local old=$PRIMARY new t0 t ms_crash ms_clear ms_promote ms_check
   new=$(other "$old")
+  # shellcheck disable=SC2015  # deliberately: die/ignore if either part fails
   node_alive "$new" && [[ $(in_recovery "$new") == t ]] ||
     die "node$new is not a running standby: nothing to promote (rejoin first)"
   # --- crash the primary (kill -CONT first: it may be SIGSTOPped by a test)
@@ -362,6 +365,7 @@ pgctl_failover() {
 pgctl_rejoin() {
   local p=$PRIMARY old t0 how
   old=$(other "$p")
+  # shellcheck disable=SC2015  # deliberately: die/ignore if either part fails
   node_alive "$p" && [[ $(in_recovery "$p") == f ]] || die "node$p is not a running primary"
   if node_alive "$old"; then
     [[ $(in_recovery "$old") == t ]] || die "node$old is running and not a standby (split brain?)"
@@ -402,13 +406,207 @@ pgctl_rejoin() {
 }
 
 # ---------------------------------------------------------------- patroni manager
-# (defined below the pgctl one; selected by MANAGER=patroni)
-patroni_unsupported() { die "manager patroni: $*"; }
+# Start a daemon as the PostgreSQL OS user, detached; $! is its pid (setsid and setpriv exec).
+launch_as_pg() {
+  local log=$1; shift
+  if [[ $EUID -eq 0 ]]; then
+    (cd / && exec setsid setpriv --reuid="$PG_OS_USER" --regid="$PG_OS_USER" --init-groups -- "$@" \
+       </dev/null >>"$log" 2>&1) &
+  else
+    (cd / && exec setsid "$@" </dev/null >>"$log" 2>&1) &
+  fi
+}
+
+patroni_conf() {   # node
+  local n=$1 rest="REST$1"
+  cat >"$DIR/patroni$n.yml" <<YAML
+scope: sqlock
+namespace: /pg_replica/
+name: node$n
+log: {level: INFO}
+restapi:
+  listen: 127.0.0.1:${!rest}
+  connect_address: 127.0.0.1:${!rest}
+etcd3:
+  host: 127.0.0.1:$ETCD_PORT
+bootstrap:
+  dcs:
+    ttl: 20
+    loop_wait: 1
+    retry_timeout: 5
+    maximum_lag_on_failover: 1048576
+    synchronous_mode: true
+    primary_start_timeout: 0
+    postgresql:
+      use_pg_rewind: true
+      parameters:
+        wal_level: replica
+        hot_standby: 'on'
+        wal_log_hints: 'on'
+        max_wal_senders: 10
+        wal_keep_size: 256MB
+        max_connections: 200
+        password_encryption: scram-sha-256
+        synchronous_commit: 'on'
+  initdb:
+    - encoding: UTF8
+    - locale: C
+    - auth-host: scram-sha-256
+    - auth-local: trust
+postgresql:
+  listen: 127.0.0.1:$(node_port "$n")
+  connect_address: 127.0.0.1:$(node_port "$n")
+  data_dir: $(node_dir "$n")
+  bin_dir: $PGBIN
+  pgpass: $DIR/patroni.d/pgpass$n
+  use_unix_socket: true
+  basebackup:
+    checkpoint: fast             # the default, spread, takes most of a minute
+  authentication:
+    superuser: {username: postgres, password: '$RPW'}
+    replication: {username: replicator, password: '$RPW'}
+    rewind: {username: postgres, password: '$RPW'}
+  parameters:
+    unix_socket_directories: '$(node_sock "$n")'
+    cluster_name: node$n
+  pg_hba:
+    - local all all trust
+    - local replication all trust
+    - host all all 127.0.0.1/32 scram-sha-256
+    - host replication replicator 127.0.0.1/32 scram-sha-256
+YAML
+  chown "$PG_OS_USER:" "$DIR/patroni$n.yml"; chmod 600 "$DIR/patroni$n.yml"
+}
+
+patroni_launch() {   # node
+  : >>"$DIR/patroni$1.log"; chown "$PG_OS_USER:" "$DIR/patroni$1.log"
+  launch_as_pg "$DIR/patroni$1.log" /usr/bin/patroni "$DIR/patroni$1.yml"
+  echo $! >"$DIR/patroni$1.pid"
+}
+
+# The node whose Patroni REST API says it is the leader (200 on /primary), or nothing.
+patroni_leader() {
+  local n rest
+  for n in 1 2; do
+    rest="REST$n"
+    [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:${!rest}/primary" 2>/dev/null) == 200 ]] &&
+      { echo "$n"; return 0; }
+  done
+  return 0
+}
+
+# Wait until node $1 has node $2 streaming to it as its sync standby (Patroni's
+# application_name is the member name), and Patroni knows it: the sync standby is only a
+# failover candidate once it is in the DCS's /sync key, which Patroni writes a second or two
+# after postgres reports it sync. Crash the primary before that, and Patroni restarts it.
+patroni_wait_sync() {
+  local p=$1 s=$2 deadline=$((SECONDS + WAIT_SECS)) got='' rest="REST$2" http=''
+  while :; do
+    got=$(psql_node "$p" -c "SELECT state || '/' || sync_state FROM pg_stat_replication
+                             WHERE application_name = 'node$s'" 2>/dev/null || true)
+    [[ $got == streaming/sync ]] &&
+      http=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:${!rest}/sync" || true)
+    [[ $got == streaming/sync && $http == 200 ]] && return 0
+    ((SECONDS < deadline)) ||
+      die "node$s not streaming/sync on node$p, or not Patroni's sync standby, after ${WAIT_SECS}s (got '${got:-nothing}', /sync ${http:-?})"
+    sleep 0.2
+  done
+}
+
+patroni_start() {
+  # Patroni creates no directories in DIR (not its to write): empty data dirs, pgpass dir.
+  local d
+  for d in node1 node2 sock1 sock2 etcd patroni.d; do
+    mkdir -m 700 "$DIR/$d"; chown "$PG_OS_USER:" "$DIR/$d"
+  done
+  ETCD_PORT=$(pick_port "$PORT1" "$PORT2"); ETCD_PEER_PORT=$(pick_port "$PORT1" "$PORT2" "$ETCD_PORT")
+  REST1=$(pick_port "$PORT1" "$PORT2" "$ETCD_PORT" "$ETCD_PEER_PORT")
+  REST2=$(pick_port "$PORT1" "$PORT2" "$ETCD_PORT" "$ETCD_PEER_PORT" "$REST1")
+  save_state
+  : >"$DIR/etcd.log"; chown "$PG_OS_USER:" "$DIR/etcd.log"
+  launch_as_pg "$DIR/etcd.log" /usr/bin/etcd --name e1 --data-dir "$DIR/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster "e1=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state new
+  echo $! >"$DIR/etcd.pid"
+  local deadline=$((SECONDS + WAIT_SECS))
+  until curl -sf --max-time 1 "http://127.0.0.1:$ETCD_PORT/health" | grep -q '"health":"true"'; do
+    alive "$(cat "$DIR/etcd.pid")" '^etcd$' || die "etcd exited during startup"
+    ((SECONDS < deadline)) || die "etcd not healthy after ${WAIT_SECS}s"
+    sleep 0.2
+  done
+  patroni_conf 1; patroni_conf 2
+  patroni_launch 1
+  deadline=$((SECONDS + WAIT_SECS))
+  until [[ $(patroni_leader) == 1 ]]; do
+    alive "$(cat "$DIR/patroni1.pid")" '^patroni$' || die "patroni (node1) exited during bootstrap"
+    ((SECONDS < deadline)) || die "node1 not the leader after ${WAIT_SECS}s"
+    sleep 0.2
+  done
+  psql_node 1 -c "CREATE ROLE sqlock LOGIN SUPERUSER PASSWORD '$PW'" \
+    -c "CREATE DATABASE sqlock_test OWNER sqlock" >/dev/null
+  patroni_launch 2
+  patroni_wait_sync 1 2
+}
+
+patroni_failover() {
+  local old=$PRIMARY new t0 t ms_crash ms_promote ms_check
+  new=$(other "$old")
+  # shellcheck disable=SC2015  # deliberately: die/ignore if either part fails
+  node_alive "$new" && [[ $(in_recovery "$new") == t ]] ||
+    die "node$new is not a running standby: nothing to promote (rejoin first)"
+  t0=$(now_us)
+  LAST_CRASH_AT=$EPOCHREALTIME
+  # Crash the primary's postgres. Its Patroni notices; with primary_start_timeout 0 it gives
+  # up the leader key instead of restarting it, and the sync standby's Patroni promotes.
+  local pid; pid=$(node_pid "$old")
+  # shellcheck disable=SC2046
+  kill -CONT "$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null || true) 2>/dev/null || true
+  as_pg "$PGBIN/pg_ctl" stop -D "$(node_dir "$old")" -m immediate -w -t 30 >/dev/null ||
+    die "could not crash node$old"
+  ms_crash=$(ms_since "$t0")
+  t=$(now_us)
+  local deadline=$((SECONDS + WAIT_SECS))
+  until [[ $(in_recovery "$new" || true) == f ]]; do
+    ((SECONDS < deadline)) || die "node$new not promoted by Patroni after ${WAIT_SECS}s"
+    sleep 0.05
+  done
+  ms_promote=$(ms_since "$t")
+  t=$(now_us)
+  until timeout 5 "$PGBIN/psql" -qAtX "$(url "$new")" \
+          -c "CREATE TEMP TABLE pg_replica_check (x int); INSERT INTO pg_replica_check VALUES (1)" \
+          -c "SELECT txid_current()" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || die "node$new: no write committed within ${WAIT_SECS}s"
+    sleep 0.05
+  done
+  ms_check=$(ms_since "$t")
+  PRIMARY=$new FAILOVERS=$((FAILOVERS + 1))
+  save_state; write_env
+  echo "failover (patroni): crash of node$old ${ms_crash} ms, until Patroni promoted node$new ${ms_promote} ms," \
+       "until a write committed ${ms_check} ms; crash to writable primary $(ms_since "$t0") ms"
+}
+
+# Patroni rejoins the old primary by itself (pg_rewind); wait until it is the sync standby.
+patroni_rejoin() {
+  local p=$PRIMARY old t0; old=$(other "$p"); t0=$(now_us)
+  alive "$(cat "$DIR/patroni$old.pid" 2>/dev/null)" '^patroni$' || patroni_launch "$old"
+  patroni_wait_sync "$p" "$old"
+  write_env
+  echo "rejoin (patroni): node$old is a sync standby of node$p again (waited $(ms_since "$t0") ms)"
+}
 
 # ---------------------------------------------------------------- commands
 do_stop() {
   [[ -d $DIR ]] || return 0
-  local n
+  local n pid
+  # Patroni stops its postgres; a SIGSTOPped one would keep it waiting.
+  for n in 1 2; do
+    pid=$(node_pid "$n")
+    # shellcheck disable=SC2046
+    alive "$pid" '^postgres$' &&
+      { kill -CONT "$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null || true) 2>/dev/null || true; }
+  done
   for n in 1 2; do
     [[ -f $DIR/patroni$n.pid ]] && stop_daemon "$DIR/patroni$n.pid" '^patroni$'
   done
@@ -478,6 +676,7 @@ do_status() {
     if node_alive "$n"; then
       case $(in_recovery "$n" || echo "?") in t) role=standby ;; f) role=primary ;; *) role="not answering" ;; esac
       echo "node$n: port $(node_port "$n"), pid $(node_pid "$n"), $role"
+      # shellcheck disable=SC2015  # deliberately: die/ignore if either part fails
       [[ $role == primary ]] && psql_node "$n" -F ' ' \
         -c "SELECT '  synchronous_standby_names = ''' || current_setting('synchronous_standby_names') || ''''" \
         -c "SELECT '  replica ' || application_name || ': ' || state || ', ' || sync_state ||
