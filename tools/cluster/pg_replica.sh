@@ -21,6 +21,13 @@
 # primary's postgres and waits for Patroni to promote the sync standby, and Patroni itself
 # rejoins the old primary as a standby ("rejoin" waits for that).
 #
+# pgctl: synchronous_standby_names = 'FIRST 1 (standby1)', the standby connects as standby1
+# (after rejoin too); failover drops it on the standby (ALTER SYSTEM, reload) just before
+# pg_ctl promote, so no write on the new primary waits for a standby. Crash to writable
+# primary ~0.35 s here. patroni: Patroni names the sync standby by member (node1/node2);
+# crash to writable primary ~2-3 s (loop_wait 1, ttl 20). Repeated failovers: rejoin after
+# each failover, or a fresh start per round; both are tested.
+#
 # FAILOVER_DELAY=SECS: "failover" (pgctl) waits that long between the crash and the promotion,
 # standing in for a manager's detection time.
 #
