@@ -1,0 +1,456 @@
+#!/usr/bin/env bash
+# A throwaway 3-node MariaDB 10.11 Galera cluster on 127.0.0.1, for tests of replicated databases.
+#
+#   tools/cluster/galera.sh start DIR            3 fresh nodes on free ports, writes DIR/env.sh
+#   tools/cluster/galera.sh stop DIR             stop every node (idempotent; SIGKILL fallback)
+#   tools/cluster/galera.sh env DIR              print DIR/env.sh (exit 1 if a node is down)
+#   tools/cluster/galera.sh status DIR           one line per node: pid, size, state
+#   tools/cluster/galera.sh run DIR -- CMD...    start, run CMD with the env, always stop;
+#                                                exits with CMD's status
+#   tools/cluster/galera.sh kill DIR N...        crash node(s) N (1-3) at once: kill -9 of mariadbd
+#   tools/cluster/galera.sh restart DIR N...     start node(s) N again (same data and ports); they
+#                                                rejoin by IST and are waited for until Synced.
+#                                                After a quorum loss (kill DIR 2 3), restart all
+#                                                of them together. With no node up, the first N
+#                                                bootstraps a new cluster.
+#
+# DIR/env.sh exports SQLOCK_CLUSTER_GALERA_URL1..3 (mysql://sqlock:PW@127.0.0.1:PORT/sqlock_test,
+# one per node; user sqlock has a random password and all privileges), SQLOCK_CLUSTER_GALERA_URL
+# (all three nodes in one host list), ..._PORT1..3, ..._SOCKET1..3 (root without password over
+# these sockets), ..._PID1..3 and SQLOCK_CLUSTER_GALERA_DIR.
+#
+# Layout: DIR/nN/{my.cnf,data/,sock,mariadbd.pid,error.log}. Node 1 is bootstrapped
+# (--wsrep-new-cluster), accounts are created there, then nodes 2 and 3 join one after the
+# other by rsync SST (a physical copy of node 1). Nodes are small (32M buffer pool, 32M gcache),
+# innodb_flush_log_at_trx_commit=1, wsrep_sync_wait=0 (the default). Needs mariadb-server,
+# galera-4 and rsync (installed by apt when run as root). As root the servers run as `mysql`.
+# The system instance (/var/lib/mysql, /etc/mysql) is never used or touched.
+set -euo pipefail
+
+MY_SBIN=/usr/sbin
+PROVIDER=/usr/lib/galera/libgalera_smm.so
+WAIT_SECS=${GALERA_WAIT_SECS:-120}
+NODES=(1 2 3)
+
+die() { echo "galera: $*" >&2; exit 1; }
+usage() { sed -n '4,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+# ---------------------------------------------------------------- helpers
+ensure_binaries() {
+  local b missing=()
+  for b in "$MY_SBIN/mariadbd" /usr/bin/mariadb /usr/bin/mariadb-admin /usr/bin/mariadb-install-db; do
+    [[ -x $b ]] || missing+=(mariadb-server)
+  done
+  [[ -r $PROVIDER ]] || missing+=(galera-4)
+  command -v rsync >/dev/null || missing+=(rsync)
+  command -v ss >/dev/null || command -v lsof >/dev/null || missing+=(iproute2)
+  ((${#missing[@]})) || return 0
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+  [[ $EUID -eq 0 ]] || die "missing packages: ${missing[*]} (install them, or run as root)"
+  echo "galera: installing ${missing[*]} via apt" >&2
+  apt-get update >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >&2
+}
+
+# As root, the servers (and the SST scripts and rsync daemons they spawn) run as `mysql`.
+setup_users() {
+  if [[ $EUID -eq 0 ]]; then
+    MY_OS_USER=mysql
+    id -u "$MY_OS_USER" >/dev/null 2>&1 ||
+      useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$MY_OS_USER"
+  else
+    MY_OS_USER=$(id -un)
+  fi
+}
+
+check_traversable() {
+  [[ $EUID -eq 0 ]] || return 0
+  (cd / && runuser -u "$MY_OS_USER" -- test -x "$DIR") ||
+    die "user '$MY_OS_USER' cannot reach $DIR: a parent directory (e.g. /root) lacks o+x; chmod o+x it or use another DIR"
+}
+
+# True if PID is a live (non-zombie) process whose command name matches regex $2.
+alive() {
+  local pid=$1 stat
+  [[ $pid =~ ^[0-9]+$ ]] && stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ ${stat%% *} != Z ]] || return 1
+  [[ $(cat "/proc/$pid/comm" 2>/dev/null) =~ $2 ]]
+}
+
+wait_gone() {
+  local deadline=$((SECONDS + $2))
+  while alive "$1" "$3"; do ((SECONDS < deadline)) || return 1; sleep 0.2; done
+}
+
+# A port from 20000-32000 (below the ephemeral range) that nothing listens on or uses, per
+# /proc/net/tcp*, and not in PICKED (this run's earlier picks).
+PICKED=" "
+pick_port() {
+  local used p hex
+  used=" $(awk 'FNR > 1 { sub(/.*:/, "", $2); printf "%s ", $2 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null || true)"
+  for _ in {1..500}; do
+    p=$((20000 + RANDOM % 12000)); printf -v hex '%04X' "$p"
+    if [[ $used != *" $hex "* && $PICKED != *" $p "* ]]; then
+      PICKED+="$p "
+      echo "$p"
+      return
+    fi
+  done
+  die "no free TCP port found"
+}
+
+node_dir() { echo "$DIR/n$1"; }
+# The server's pid: its pid file, else the pid it was launched as (a server that died or is
+# still in SST has no pid file yet).
+node_pid() {
+  local p
+  p=$(cat "$DIR/n$1/mariadbd.pid" 2>/dev/null || true)
+  alive "$p" '^mariadbd$' || p=$(cat "$DIR/n$1/launch.pid" 2>/dev/null || true)
+  echo "$p"
+}
+node_alive() { alive "$(node_pid "$1")" '^mariadbd$'; }
+cnf_value() { sed -n "s/^$2=//p" "$DIR/n$1/my.cnf" | head -n1; }
+
+# Run SQL on node N as root over its socket; tab-separated, no headers.
+q() {
+  local n=$1; shift
+  mariadb --no-defaults --socket="$DIR/n$n/sock" -uroot --connect-timeout=2 -N -B "$@"
+}
+wsrep_status() { # N VARIABLE -> value (empty if unreachable)
+  q "$1" -e "SHOW GLOBAL STATUS LIKE '$2'" 2>/dev/null | cut -f2 || true
+}
+
+launch_node() { # N [extra args]
+  local n=$1; shift
+  rm -f "$DIR/n$n/mariadbd.pid"
+  setsid nohup "$MY_SBIN/mariadbd" --defaults-file="$DIR/n$n/my.cnf" "$@" \
+    </dev/null >>"$DIR/n$n/error.log" 2>&1 &
+  local pid=$! deadline=$((SECONDS + 10))
+  echo "$pid" >"$DIR/n$n/launch.pid"
+  # Until it has exec'd, the child is a copy of this shell (then setsid, nohup): a liveness
+  # check by command name would take it for a dead server.
+  until alive "$pid" '^mariadbd$'; do
+    alive "$pid" . || die "node $n (mariadbd) exited at once; see $DIR/n$n/error.log"
+    ((SECONDS < deadline)) || die "node $n: mariadbd did not start within 10s"
+    sleep 0.02
+  done
+}
+
+# Wait (bounded) until node N answers, is Synced and sees $2 nodes (default: any size).
+wait_synced() {
+  local n=$1 size=${2:-} deadline=$((SECONDS + WAIT_SECS)) state='' cs=''
+  while :; do
+    node_alive "$n" || die "node $n (mariadbd) exited during startup; see $DIR/n$n/error.log"
+    if [[ -s $DIR/n$n/mariadbd.pid ]]; then
+      state=$(wsrep_status "$n" wsrep_local_state_comment)
+      cs=$(wsrep_status "$n" wsrep_cluster_size)
+      [[ $state == Synced && ( -z $size || $cs == "$size" ) ]] && return 0
+    fi
+    ((SECONDS < deadline)) ||
+      die "node $n not Synced${size:+ in a cluster of $size} after ${WAIT_SECS}s (state='$state' size='$cs')"
+    sleep 0.2
+  done
+}
+
+update_env_pids() {
+  [[ -f $DIR/env.sh ]] || return 0
+  local n
+  for n in "${NODES[@]}"; do
+    sed -i "s/^export SQLOCK_CLUSTER_GALERA_PID$n=.*/export SQLOCK_CLUSTER_GALERA_PID$n=$(cat "$DIR/n$n/mariadbd.pid" 2>/dev/null || true)/" "$DIR/env.sh"
+  done
+}
+
+# Processes left behind by an SST (rsync daemons, wsrep_sst_* scripts) or a server that died
+# before writing its pid file: those whose command line names one of our node directories.
+strays() {
+  local d pid cmd
+  for d in /proc/[0-9]*; do
+    pid=${d#/proc/}
+    [[ $pid != "$$" ]] || continue
+    cmd=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline") || continue
+    [[ $cmd == *"$DIR/n"[123]/* ]] || continue
+    alive "$pid" '^(mariadbd|rsync|xargs|wsrep_sst_.*|socat|mariadb-.*|my_print_defau.*|pv|tar|sh|bash)$' &&
+      echo "$pid"
+  done
+  return 0
+}
+
+# ---------------------------------------------------------------- commands
+stop_node() {
+  local n=$1 pid
+  pid=$(node_pid "$n")
+  alive "$pid" '^mariadbd$' || return 0
+  kill -TERM "$pid" 2>/dev/null || true   # a clean shutdown: leaves the cluster gracefully
+  wait_gone "$pid" 30 '^mariadbd$' && return 0
+  kill -KILL "$pid" 2>/dev/null || true
+  wait_gone "$pid" 5 '^mariadbd$' || echo "galera: node $n (pid $pid) would not die" >&2
+}
+
+do_stop() {
+  [[ -d $DIR ]] || return 0
+  local n pids
+  # A SIGSTOPped node (tests do that) would never shut down, and would hold up the others.
+  for n in "${NODES[@]}"; do node_alive "$n" && { kill -CONT "$(node_pid "$n")" 2>/dev/null || true; }; done
+  for n in 3 2 1; do stop_node "$n"; done
+  pids=$(strays)
+  if [[ -n $pids ]]; then
+    # shellcheck disable=SC2086  # a list of pids
+    kill -KILL $pids 2>/dev/null || true
+    sleep 0.2
+    pids=$(strays)
+    [[ -z $pids ]] || echo "galera: leftover processes: $pids" >&2
+  fi
+  rm -f "$DIR/env.sh"
+  return 0
+}
+
+start_failed() {
+  local n
+  echo "galera: start failed; log tails follow" >&2
+  for n in "${NODES[@]}"; do
+    [[ -s $DIR/n$n/error.log ]] && { echo "==> $DIR/n$n/error.log <==" >&2; tail -n 25 "$DIR/n$n/error.log" >&2; }
+  done
+  do_stop || true
+}
+
+write_cnf() { # N
+  local n=$1
+  cat >"$DIR/n$n/my.cnf" <<EOF
+# galera.sh node $n
+[mariadbd]
+${RUN_AS:+user=$RUN_AS}
+datadir=$DIR/n$n/data
+socket=$DIR/n$n/sock
+pid-file=$DIR/n$n/mariadbd.pid
+log-error=$DIR/n$n/error.log
+bind-address=127.0.0.1
+port=${PORT[$n]}
+skip-name-resolve
+max-connections=200
+character-set-server=utf8mb4
+collation-server=utf8mb4_general_ci
+# small
+innodb_buffer_pool_size=32M
+innodb_log_file_size=16M
+innodb_log_buffer_size=4M
+key_buffer_size=4M
+aria_pagecache_buffer_size=8M
+query_cache_size=0
+performance_schema=OFF
+# Galera
+binlog_format=ROW
+default_storage_engine=InnoDB
+innodb_autoinc_lock_mode=2
+innodb_flush_log_at_trx_commit=1
+wsrep_on=ON
+wsrep_provider=$PROVIDER
+wsrep_cluster_name=sqlock_test
+wsrep_cluster_address=gcomm://127.0.0.1:${GPORT[1]},127.0.0.1:${GPORT[2]},127.0.0.1:${GPORT[3]}
+wsrep_node_name=n$n
+wsrep_node_address=127.0.0.1:${GPORT[$n]}
+wsrep_node_incoming_address=127.0.0.1:${PORT[$n]}
+wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:${GPORT[$n]};ist.recv_addr=127.0.0.1:${IPORT[$n]};gcache.size=32M"
+wsrep_sst_method=rsync
+wsrep_sst_receive_address=127.0.0.1:${SPORT[$n]}
+EOF
+}
+
+do_start() {
+  ensure_binaries
+  setup_users
+  do_stop
+  local n
+  for n in "${NODES[@]}"; do rm -rf "$DIR/n$n"; done
+  rm -f "$DIR/env.sh"
+  check_traversable
+  (( ${#DIR} <= 90 )) || die "DIR path too long for unix sockets (${#DIR} > 90 chars): $DIR"
+
+  local pw t0=$SECONDS
+  pw=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  PORT=() GPORT=() IPORT=() SPORT=()
+  for n in "${NODES[@]}"; do
+    PORT[n]=$(pick_port) GPORT[n]=$(pick_port) IPORT[n]=$(pick_port) SPORT[n]=$(pick_port)
+  done
+  RUN_AS=
+  [[ $EUID -eq 0 ]] && RUN_AS=$MY_OS_USER
+  trap start_failed EXIT
+  for n in "${NODES[@]}"; do
+    # The node directory belongs to the server user: the rsync SST daemon runs as that user and
+    # writes there (a root-owned data dir fails with "Permission denied (13)").
+    mkdir -m 700 "$DIR/n$n" "$DIR/n$n/data"
+    write_cnf "$n"
+    touch "$DIR/n$n/error.log"
+    chown -R "$MY_OS_USER:" "$DIR/n$n"
+  done
+  # Only node 1 gets system tables; nodes 2 and 3 receive a copy of node 1 by SST.
+  mariadb-install-db --defaults-file="$DIR/n1/my.cnf" --auth-root-authentication-method=normal \
+    --skip-test-db >>"$DIR/n1/error.log" 2>&1 || die "mariadb-install-db failed"
+
+  launch_node 1 --wsrep-new-cluster
+  wait_synced 1
+  # Accounts before the others join (the SST copies them): root only over the socket (with
+  # skip-name-resolve, 'localhost' = socket), sqlock with a password over TCP and the socket.
+  q 1 <<EOF
+DELETE FROM mysql.global_priv WHERE User = 'root' AND Host <> 'localhost';
+DELETE FROM mysql.global_priv WHERE User = '';
+DELETE FROM mysql.proxies_priv WHERE Host <> 'localhost';
+FLUSH PRIVILEGES;
+CREATE DATABASE sqlock_test;
+CREATE USER 'sqlock'@'127.0.0.1' IDENTIFIED BY '$pw';
+CREATE USER 'sqlock'@'localhost' IDENTIFIED BY '$pw';
+GRANT ALL PRIVILEGES ON *.* TO 'sqlock'@'127.0.0.1' WITH GRANT OPTION;
+GRANT ALL PRIVILEGES ON *.* TO 'sqlock'@'localhost' WITH GRANT OPTION;
+EOF
+  # One joiner at a time: an rsync SST makes its donor unavailable as a donor to anyone else.
+  launch_node 2
+  wait_synced 2
+  launch_node 3
+  wait_synced 3
+  for n in "${NODES[@]}"; do wait_synced "$n" 3; done
+  [[ $(q 3 -e "SELECT COUNT(*) FROM mysql.user WHERE User = 'sqlock'") == 2 ]] ||
+    die "the sqlock account did not reach node 3"
+
+  (umask 077; {
+    for n in "${NODES[@]}"; do
+      echo "export SQLOCK_CLUSTER_GALERA_URL$n='mysql://sqlock:$pw@127.0.0.1:${PORT[n]}/sqlock_test'"
+    done
+    echo "export SQLOCK_CLUSTER_GALERA_URL='mysql://sqlock:$pw@127.0.0.1:${PORT[1]},127.0.0.1:${PORT[2]},127.0.0.1:${PORT[3]}/sqlock_test'"
+    for n in "${NODES[@]}"; do
+      echo "export SQLOCK_CLUSTER_GALERA_PORT$n=${PORT[n]}"
+      echo "export SQLOCK_CLUSTER_GALERA_SOCKET$n=$(printf %q "$DIR/n$n/sock")"
+      echo "export SQLOCK_CLUSTER_GALERA_PID$n=$(cat "$DIR/n$n/mariadbd.pid")"
+    done
+    echo "export SQLOCK_CLUSTER_GALERA_DIR=$(printf %q "$DIR")"
+  } >"$DIR/env.sh")
+  trap - EXIT
+  for n in "${NODES[@]}"; do
+    echo "node $n:  mysql://sqlock:$pw@127.0.0.1:${PORT[n]}/sqlock_test  (socket $DIR/n$n/sock)"
+  done
+  echo "galera: 3 nodes Synced in $((SECONDS - t0))s"
+}
+
+do_status() {
+  local n
+  for n in "${NODES[@]}"; do
+    if node_alive "$n"; then
+      printf 'node %s: pid %s port %s size=%s state=%s status=%s\n' "$n" "$(node_pid "$n")" \
+        "$(cnf_value "$n" port)" "$(wsrep_status "$n" wsrep_cluster_size)" \
+        "$(wsrep_status "$n" wsrep_local_state_comment)" "$(wsrep_status "$n" wsrep_cluster_status)"
+    else
+      echo "node $n: down"
+    fi
+  done
+}
+
+node_arg() {
+  [[ ${1:-} =~ ^[123]$ ]] || usage
+  [[ -f $DIR/n$1/my.cnf ]] || die "no node $1 in $DIR (not started?)"
+}
+
+# A crash without any shutdown work; several nodes at once (a quorum loss) with "kill DIR 2 3".
+do_kill() {
+  (($#)) || usage
+  local n pids=()
+  for n; do
+    node_arg "$n"
+    node_alive "$n" || die "node $n is not running"
+    pids+=("$(node_pid "$n")")
+  done
+  kill -KILL "${pids[@]}"
+  for n in "${pids[@]}"; do wait_gone "$n" 30 '^mariadbd$' || die "pid $n would not die"; done
+}
+
+# The position of a stopped node, from InnoDB (after a kill -9, grastate.dat says seqno -1):
+# what mysqld_safe does, so that the node asks for the missing write sets (IST), not a full
+# copy (SST).
+recovered_position() {
+  local n=$1 pos=''
+  if (cd / && "$MY_SBIN/mariadbd" --defaults-file="$DIR/n$n/my.cnf" --wsrep-recover \
+        --log-error="$DIR/n$n/recover.log" >/dev/null 2>&1); then
+    pos=$(sed -n 's/.*WSREP: Recovered position: *\([^ ]*\).*/\1/p' "$DIR/n$n/recover.log" | tail -n1)
+  fi
+  rm -f "$DIR/n$n/recover.log"
+  echo "$pos"
+}
+
+# Start stopped nodes again and wait until each is Synced. They are launched together, so
+# "restart DIR 2 3" after "kill DIR 2 3" restores the primary component (the survivor alone
+# is non-Primary: its last primary view had 3 members). With no node up at all, the first one
+# named bootstraps a new cluster from its own data (after a kill -9 of every node that may not
+# be the most advanced one: fine for tests), the others join it.
+do_restart() {
+  (($#)) || usage
+  local n m others=0 pos args
+  for n; do
+    node_arg "$n"
+    node_alive "$n" && die "node $n is running"
+  done
+  for m in "${NODES[@]}"; do [[ " $* " != *" $m "* ]] && node_alive "$m" && others=1; done
+  for n; do
+    args=()
+    pos=$(recovered_position "$n")
+    [[ -n $pos ]] && args+=(--wsrep-start-position="$pos")
+    if ((!others)); then
+      # Nobody to join: this node starts a new cluster.
+      [[ -f $DIR/n$n/data/grastate.dat ]] &&
+        sed -i 's/^safe_to_bootstrap: *0/safe_to_bootstrap: 1/' "$DIR/n$n/data/grastate.dat"
+      launch_node "$n" --wsrep-new-cluster "${args[@]}"
+      wait_synced "$n"
+      others=1
+    else
+      launch_node "$n" "${args[@]}"
+    fi
+  done
+  for n; do wait_synced "$n"; done
+  update_env_pids
+  echo "galera: node(s) $* Synced, cluster size $(wsrep_status "$1" wsrep_cluster_size)"
+}
+
+do_env() {
+  local n
+  [[ -f $DIR/env.sh ]] || { echo "galera: not running in $DIR" >&2; exit 1; }
+  for n in "${NODES[@]}"; do
+    node_alive "$n" || { echo "galera: node $n is down in $DIR" >&2; exit 1; }
+  done
+  cat "$DIR/env.sh"
+}
+
+do_run() {
+  [[ ${1:-} == -- ]] && shift
+  (($#)) || usage
+  trap 'bash "$SELF" stop "$DIR"' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  # A separate process for start, so that the servers are never children of this shell.
+  bash "$SELF" start "$DIR" >&2
+  # shellcheck disable=SC1091
+  source "$DIR/env.sh"
+  # CMD in the background + wait: a TERM to us reaches CMD at once and the EXIT trap stops
+  # the cluster (bash defers traps until a foreground child exits).
+  "$@" <&0 &
+  local child=$! rc
+  trap 'kill -TERM $child 2>/dev/null || true' INT TERM
+  while :; do
+    wait "$child" && rc=0 || rc=$?
+    kill -0 "$child" 2>/dev/null || break
+  done
+  exit "$rc"
+}
+
+# ---------------------------------------------------------------- main
+(($# >= 2)) || usage
+cmd=$1 DIR=$2 SELF=$(realpath "$0")
+shift 2
+[[ $cmd == start || $cmd == run ]] && mkdir -p "$DIR"
+if [[ -d $DIR ]]; then DIR=$(cd "$DIR" && pwd -P); else DIR=$(realpath -m "$DIR"); fi
+case $cmd in
+  start)   do_start ;;
+  stop)    setup_users; do_stop ;;
+  env)     do_env ;;
+  status)  do_status ;;
+  run)     do_run "$@" ;;
+  kill)    do_kill "$@" ;;
+  restart) setup_users; do_restart "$@" ;;
+  *)       usage ;;
+esac
