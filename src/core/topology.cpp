@@ -29,8 +29,8 @@ std::unique_ptr<session> database_impl::connect_checked(const connection_config&
         m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
         auto s = watched(module.open_session(config, m_catalog));
         // Of several hosts libpq picked one: the server names itself.
-        const auto server = config.endpoints.size() == 1 ? endpoint_text(config.endpoints.front())
-                                                         : std::string();
+        const auto server =
+            config.endpoints.size() == 1 ? endpoint_text(config.endpoints.front()) : std::string();
         if (const auto standby = check_topology(*s, server))
             throw_read_only(*standby);
         return s;

@@ -2,18 +2,21 @@
 
 #include "core/database_impl.hpp"
 
+#include <arpa/inet.h>
 #include <cerrno>
 #include <cstdlib>
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <signal.h>
 #include <sstream>
 #include <stdexcept>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -260,6 +263,19 @@ paused_server::paused_server() {
 paused_server::~paused_server() {
     for (const auto p : m_pids)
         kill(p, SIGCONT);
+}
+
+int dead_port() {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    const int port = ntohs(addr.sin_port);
+    close(fd);
+    return port;
 }
 
 } // namespace test

@@ -53,6 +53,8 @@ void backdate(sqlock::database& database, const std::string& name, std::chrono::
 /// Ends the server session with id `session_id` (pg_terminate_backend / KILL).
 void kill_session(sqlock::database& database, std::int64_t session_id);
 
+/// A 127.0.0.1 TCP port where nothing listens (bound, then closed).
+int dead_port();
 /// Runs SQL directly on one of the database's sessions (DDL or DML without parameters).
 void exec_sql(sqlock::database& database, const std::string& sql);
 

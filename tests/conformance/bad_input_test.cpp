@@ -23,15 +23,7 @@ std::string with_password(const std::string& url, const std::string& password) {
 
 /// A URL for 127.0.0.1 on a port where nothing listens (bound, then closed).
 std::string dead_port_url() {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    const int port = ntohs(addr.sin_port);
-    close(fd);
+    const int port = test::dead_port();
     const auto scheme =
         test::backend().kind == sqlock::backend_kind::postgresql ? "postgresql" : "mysql";
     return std::string(scheme) + "://u:pw@127.0.0.1:" + std::to_string(port) + "/db";

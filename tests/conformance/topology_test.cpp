@@ -3,9 +3,6 @@
 // standby, Galera, PgBouncer) are tested against real clusters in replication_test.cpp.
 #include "backend_fixture.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 using sqlock::errc;
@@ -13,24 +10,6 @@ using test::db;
 using test::error_of;
 
 namespace {
-
-bool is_server() {
-    return test::backend().kind != sqlock::backend_kind::sqlite;
-}
-
-/// A 127.0.0.1 port where nothing listens (bound, then closed).
-int dead_port() {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    const int port = ntohs(addr.sin_port);
-    close(fd);
-    return port;
-}
 
 /// The test server's URL split around its host:port: {"scheme://user:pw@", "host:port", "/db..."}.
 struct url_parts {
@@ -54,12 +33,13 @@ TEST_SUITE("topology") {
         CHECK(t.cluster_nodes == 1);
         CHECK(t.warnings.empty());
     }
+}
+
+TEST_SUITE("topology_server") {
 
     TEST_CASE("a URL listing a dead host first connects to the live one and locks there") {
-        if (!is_server())
-            return;
         const auto parts = split_url(test::backend().url);
-        const auto url = parts.head + "127.0.0.1:" + std::to_string(dead_port()) + "," +
+        const auto url = parts.head + "127.0.0.1:" + std::to_string(test::dead_port()) + "," +
                          parts.hostport + parts.tail;
         sqlock::connect_options o;
         o.connect_timeout = std::chrono::seconds(3);
@@ -75,11 +55,9 @@ TEST_SUITE("topology") {
     }
 
     TEST_CASE("a URL whose hosts are all down is a retryable connection error naming each") {
-        if (!is_server())
-            return;
         const auto parts = split_url(test::backend().url);
-        const int a = dead_port();
-        const int b = dead_port();
+        const int a = test::dead_port();
+        const int b = test::dead_port();
         const auto url = parts.head + "127.0.0.1:" + std::to_string(a) +
                          ",127.0.0.1:" + std::to_string(b) + parts.tail;
         sqlock::connect_options o;
