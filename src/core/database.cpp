@@ -106,6 +106,8 @@ const sql_catalog::entry& sql_catalog::get(statement id) const {
         e.read_back = text.find("-- sqlock: read-back") != std::string_view::npos;
         e.server_clock = text.find("-- sqlock: server-clock") != std::string_view::npos;
         e.skip_if_unchanged = text.find("-- sqlock: skip-if-unchanged") != std::string_view::npos;
+        for (const int index : rewrite_placeholders(e.text, placeholder_style::question).order)
+            e.used_params |= index < 64 ? std::uint64_t{1} << index : ~std::uint64_t{0};
     });
     return e;
 }

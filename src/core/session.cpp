@@ -4,7 +4,41 @@
 
 #include "core/clock_watch.hpp"
 
+#include <charconv>
+#include <iterator>
+
 namespace sqlock::detail {
+
+namespace {
+
+/// How a skip-if-unchanged parameter is remembered: its value, tagged by type.
+std::optional<std::string> remembered(const param& p) {
+    if (const auto* n = std::get_if<std::int64_t>(&p))
+        return std::to_string(*n);
+    if (const auto* v = std::get_if<std::string_view>(&p)) {
+        std::string quoted(1, '\'');
+        quoted.append(*v);
+        return quoted;
+    }
+    return std::string("NULL");
+}
+
+/// remembered(p) == stored, without building the string (this runs on every lock()).
+bool same_as_remembered(const param& p, const std::optional<std::string>& stored) {
+    if (!stored)
+        return false;
+    if (const auto* n = std::get_if<std::int64_t>(&p)) {
+        char digits[24];
+        const auto end = std::to_chars(std::begin(digits), std::end(digits), *n).ptr;
+        return std::string_view(digits, static_cast<std::size_t>(end - digits)) == *stored;
+    }
+    if (const auto* v = std::get_if<std::string_view>(&p))
+        return stored->size() == v->size() + 1 && stored->front() == '\'' &&
+               std::string_view(*stored).substr(1) == *v;
+    return *stored == "NULL";
+}
+
+} // namespace
 
 bool session::needs_sending(statement id, std::span<const param> params) {
     if (m_catalog.is_noop(id))
@@ -13,27 +47,22 @@ bool session::needs_sending(statement id, std::span<const param> params) {
         return true;
     const auto index = static_cast<std::size_t>(id);
     // Compare only the parameters this backend's SQL uses ($N present in the text).
-    const auto& text = m_catalog[id];
-    std::vector<std::optional<std::string>> used;
-    for (std::size_t i = 0; i < params.size(); ++i) {
-        // (Appending rather than "x" + string: GCC 12 -O3 warns falsely on the latter.)
-        std::string placeholder(1, '$');
-        placeholder.append(std::to_string(i + 1));
-        if (text.find(placeholder) == std::string::npos) {
-            used.emplace_back(std::nullopt);
-        } else if (const auto* n = std::get_if<std::int64_t>(&params[i])) {
-            used.emplace_back(std::to_string(*n));
-        } else if (const auto* v = std::get_if<std::string_view>(&params[i])) {
-            std::string quoted(1, '\'');
-            quoted.append(*v);
-            used.emplace_back(std::move(quoted));
-        } else {
-            used.emplace_back("NULL");
-        }
-    }
+    const auto used_mask = m_catalog.used_params(id);
+    const auto is_used = [&](std::size_t i) {
+        return i >= 64 || ((used_mask >> i) & 1U) != 0;
+    };
     auto& last = m_last_params[index];
-    if (last && *last == used)
-        return false;
+    if (last && last->size() == params.size()) {
+        bool same = true;
+        for (std::size_t i = 0; same && i < params.size(); ++i)
+            same = is_used(i) ? same_as_remembered(params[i], (*last)[i]) : !(*last)[i];
+        if (same)
+            return false;
+    }
+    std::vector<std::optional<std::string>> used;
+    used.reserve(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i)
+        used.emplace_back(is_used(i) ? remembered(params[i]) : std::nullopt);
     last = std::move(used);
     return true;
 }

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -208,6 +209,9 @@ public:
     bool needs_read_back(statement id) const { return get(id).read_back; }
     /// "-- sqlock: server-clock" (see the file comment above).
     bool returns_server_clock(statement id) const { return get(id).server_clock; }
+    /// Bit i set: the SQL uses parameter $(i+1) (outside comments and quotes; beyond $64
+    /// every parameter counts as used).
+    std::uint64_t used_params(statement id) const { return get(id).used_params; }
 
 private:
     struct entry {
@@ -217,6 +221,7 @@ private:
         bool skip_if_unchanged = false;
         bool read_back = false;
         bool server_clock = false;
+        std::uint64_t used_params = 0;
     };
     const entry& get(statement id) const;
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cppconn/connection.h>
+#include <cppconn/datatype.h>
 #include <cppconn/exception.h>
 #include <cppconn/metadata.h>
 #include <cppconn/prepared_statement.h>
@@ -403,16 +404,28 @@ private:
     }
 
     static void read_rows(std::unique_ptr<sql::ResultSet> rs, result& out) {
-        const auto columns = rs->getMetaData()->getColumnCount();
+        auto* meta = rs->getMetaData();
+        const auto columns = meta->getColumnCount();
+        // Signed integers (tokens, counts, flags) are read as numbers: getString on them
+        // formats through snprintf, a measurable part of a lock's client CPU.
+        std::vector<bool> signed_integer(columns + 1, false);
+        for (unsigned int c = 1; c <= columns; ++c) {
+            const int type = meta->getColumnType(c);
+            signed_integer[c] = meta->isSigned(c) &&
+                                (type == sql::DataType::BIGINT || type == sql::DataType::INTEGER ||
+                                 type == sql::DataType::MEDIUMINT ||
+                                 type == sql::DataType::SMALLINT || type == sql::DataType::TINYINT);
+        }
         while (rs->next()) {
             row r;
             r.reserve(columns);
             for (unsigned int c = 1; c <= columns; ++c) {
-                if (rs->isNull(c)) {
+                if (rs->isNull(c))
                     r.emplace_back(std::nullopt);
-                } else {
+                else if (signed_integer[c])
+                    r.emplace_back(std::to_string(rs->getInt64(c)));
+                else
                     r.emplace_back(rs->getString(c).asStdString());
-                }
             }
             out.rows.push_back(std::move(r));
         }
