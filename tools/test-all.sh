@@ -11,7 +11,10 @@
 #      packages (tests/packages);
 #   5. runs the torture smoke on the ci build (tools/torture/run.sh --smoke: every backend x
 #      strategy with client kills and a server crash, the no-fault mode, both negative
-#      controls; it starts servers of its own). A violation fails the run.
+#      controls; it starts servers of its own). A violation fails the run;
+#   6. runs the replicated-database tests on the ci build (tests/replication/run.sh): real
+#      clusters from Debian packages on 127.0.0.1 (PostgreSQL primary + synchronous standby
+#      with a failover, PgBouncer in transaction mode), started and stopped by tools/cluster/.
 # A backend that cannot be started fails the run; nothing is skipped.
 #   tools/test-all.sh            everything
 #   tools/test-all.sh --quick    only the ci build
@@ -24,6 +27,7 @@ presets=(ci asan tsan)
 packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev libboost-dev
           libsqlite3-dev nlohmann-json3-dev doctest-dev postgresql-15 mariadb-server mariadb-client
           faketime
+          pgbouncer galera-4 rsync iproute2   # the replicated setups of tools/cluster/
           python3-yaml   # python3-yaml: the alert rules are parsed when promtool is missing
           doxygen        # doxygen: the api_docs test (an undocumented public declaration fails)
           scdoc groff-base man-db)  # the sqlock(1) page: scdoc builds it, groff checks it renders
@@ -71,4 +75,6 @@ echo "=== Debian packages: built, installed with apt, run, built against, remove
 tests/packages/run.sh . || status=1
 echo "=== torture smoke (ci build)"
 tools/torture/run.sh --smoke --build build/ci || status=1
+echo "=== replicated databases (ci build): standby, failover, PgBouncer"
+tests/replication/run.sh . build/ci || status=1
 exit $status

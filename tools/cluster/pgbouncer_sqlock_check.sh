@@ -9,7 +9,8 @@
 #   1. single: sqlock run NAME --strategy S -- true
 #   2. contention: a holder (sleep 3) and, 0.5 s later, a waiter (--wait 10s)
 #   3. 4 shell loops x 30 runs of a mkdir-based overlap detector (--wait 30s)
-# Prints exit codes, error messages (counted) and OVERLAP counts. Exits 1 on any overlap.
+# Prints exit codes, error messages (counted) and OVERLAP counts. Exits 1 on any overlap, on
+# any run that does not exit 0 and on a waiter that is not granted.
 # BOUNCER_CHECK_CLEAN=1 first closes pgbouncer's server connections (admin RECONNECT) before
 # each step, so every step starts with fresh server sessions.
 set -uo pipefail
@@ -23,7 +24,7 @@ source "$DIR/env.sh"
 SQLOCK=${SQLOCK:-sqlock}
 B=$SQLOCK_CLUSTER_BOUNCER_URL
 strategies=("$@"); ((${#strategies[@]})) || strategies=(unique_key select_for_update optimistic_version)
-work=$(mktemp -d) cs=$work/cs overlaps=0
+work=$(mktemp -d) cs=$work/cs overlaps=0 failures=0
 trap 'rm -rf "$work"' EXIT
 
 clean() {
@@ -43,7 +44,8 @@ for s in "${strategies[@]}"; do
   n=pbcheck-$s-$RANDOM
   echo "== $s: single run"
   clean
-  "$SQLOCK" --url "$B" run "$n-1" --strategy "$s" -- true; echo "   rc=$?"
+  "$SQLOCK" --url "$B" run "$n-1" --strategy "$s" -- true
+  rc=$?; echo "   rc=$rc"; ((rc == 0)) || failures=$((failures + 1))
 
   echo "== $s: holder (sleep 3) + waiter (--wait 10s, 0.5 s later)"
   clean
@@ -56,6 +58,7 @@ for s in "${strategies[@]}"; do
   wrc=$? wend=$(now)
   wait "$h"
   read -r hrc hend <"$work/h.end"
+  ((hrc == 0 && wrc == 0)) && [[ -s $work/w.got ]] || failures=$((failures + 1))
   echo "   holder rc=$hrc$([[ -s $work/h.got ]] && echo ", held $(secs "$(cat "$work/h.got")" "$hend") s")"
   sed 's/^/   holder: /' "$work/h.err"
   if [[ -s $work/w.got ]]; then
@@ -78,9 +81,12 @@ for s in "${strategies[@]}"; do
   done
   wait
   o=$(cat "$work"/out.* | grep -c OVERLAP)
+  bad=$(grep -cvx 0 "$work"/rc.* | awk -F: '{ n += $2 } END { print n + 0 }')
+  failures=$((failures + bad))
   overlaps=$((overlaps + o))
   echo "   $((SECONDS - t0)) s; exit codes: $(cat "$work"/rc.* | sort | uniq -c | awk '{ printf "%s x rc %s; ", $1, $2 }')overlaps: $o"
   cat "$work"/err.* | sort | uniq -c | sort -rn | sed 's/^/   /'
   rm -rf "$work"/out.* "$work"/err.* "$work"/rc.* "$cs"
 done
-((overlaps == 0))
+echo "pgbouncer_sqlock_check: $overlaps overlaps, $failures failed runs"
+((overlaps == 0 && failures == 0))
