@@ -160,6 +160,12 @@ TEST_SUITE("replication_postgresql_failover") {
         lease_opts.on_lost = lease_lost.callback();
         sqlock::mutex lease(listed, test::unique_name("failover-lease"), lease_opts);
 
+        auto cas_opts = with(sqlock::strategy::optimistic_version, ttl);
+        cas_opts.renew = true;
+        test::lost_probe cas_lost;
+        cas_opts.on_lost = cas_lost.callback();
+        sqlock::mutex cas(listed, test::unique_name("failover-cas"), cas_opts);
+
         auto row_opts = with(sqlock::strategy::select_for_update, ttl);
         row_opts.renew = true;
         test::lost_probe row_lost;
@@ -167,8 +173,10 @@ TEST_SUITE("replication_postgresql_failover") {
         sqlock::mutex row(listed, test::unique_name("failover-row"), row_opts);
 
         REQUIRE(lease.try_lock());
+        REQUIRE(cas.try_lock());
         REQUIRE(row.try_lock());
         const auto lease_token = lease.token();
+        const auto cas_token = cas.token();
         const auto row_token = row.token();
 
         const auto crashed = std::chrono::steady_clock::now();
@@ -188,18 +196,24 @@ TEST_SUITE("replication_postgresql_failover") {
         MESSAGE("first grant after the crash: "
                 << std::chrono::duration_cast<std::chrono::milliseconds>(resumed).count() << " ms");
         CHECK(fresh.token() > lease_token);
+        CHECK(fresh.token() > cas_token);
         CHECK(fresh.token() > row_token);
         fresh.unlock();
         CHECK(listed.topology().server.find(new_primary) != std::string::npos);
 
-        // The lease was replicated synchronously: it kept renewing on the new primary through
-        // two more renewal periods, and its release is confirmed there.
+        // The leases were replicated synchronously: they kept renewing on the new primary
+        // past their TTL, and their releases are confirmed there.
         std::this_thread::sleep_until(crashed + ttl + ttl / 3);
         CHECK_FALSE(lease_lost.wait(std::chrono::milliseconds(0)));
+        CHECK_FALSE(cas_lost.wait(std::chrono::milliseconds(0)));
         CHECK(lease.owns_lock());
+        CHECK(cas.owns_lock());
         CHECK(lease.token() == lease_token);
+        CHECK(cas.token() == cas_token);
         lease.unlock();
+        cas.unlock();
         CHECK(lease.last_error().empty());
+        CHECK(cas.last_error().empty());
         row.unlock(); // already lost: recorded, never thrown
         CHECK_FALSE(row.last_error().empty());
     }
