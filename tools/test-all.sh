@@ -30,7 +30,8 @@ packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev li
           pgbouncer galera-4 rsync iproute2   # the replicated setups of tools/cluster/
           python3-yaml   # python3-yaml: the alert rules are parsed when promtool is missing
           doxygen        # doxygen: the api_docs test (an undocumented public declaration fails)
-          scdoc groff-base man-db)  # the sqlock(1) page: scdoc builds it, groff checks it renders
+          scdoc groff-base man-db  # the sqlock(1) page: scdoc builds it, groff checks it renders
+          lintian)       # lintian: the Debian packages are checked
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
