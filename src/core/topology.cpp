@@ -157,7 +157,8 @@ void database_impl::require_row_locks_safe() const {
     {
         std::lock_guard lock(m_topology_mutex);
         nodes = m_topology.cluster_nodes;
-        server = m_topology.server;
+        if (nodes > 1) // (runs at every acquire: copy only for the message)
+            server = m_topology.server;
     }
     if (nodes > 1)
         throw error(errc::topology,
