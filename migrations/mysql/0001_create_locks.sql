@@ -1,7 +1,13 @@
 -- sqlock schema v1 (MariaDB >= 10.5): the lease table and the fencing-token sequence.
 -- A global sequence keeps tokens strictly increasing per name even after a row is deleted and
 -- re-created; its cache is skipped, never reused, after a restart.
-CREATE SEQUENCE IF NOT EXISTS {token_seq} START WITH 1 MINVALUE 1 INCREMENT BY 1 NOCYCLE;
+-- On a Galera node (wsrep_on) the sequence is NOCACHE: Galera refuses a cached one (error 1235),
+-- and without a cache every NEXTVAL writes the sequence row into the transaction's replicated
+-- write set, so tokens drawn on different nodes are certified against each other and keep
+-- increasing cluster-wide. (INCREMENT BY 0 would interleave per-node ranges instead: unique
+-- but not increasing.) A single server keeps the default cache, exactly as before.
+EXECUTE IMMEDIATE CONCAT('CREATE SEQUENCE IF NOT EXISTS {token_seq} START WITH 1 MINVALUE 1 ',
+                         'INCREMENT BY 1 NOCYCLE', IF(@@global.wsrep_on = 1, ' NOCACHE', ''));
 
 CREATE TABLE IF NOT EXISTS {locks} (
     -- VARBINARY: byte-exact comparison, no case folding and no trailing-space padding.

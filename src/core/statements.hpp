@@ -111,6 +111,7 @@ enum class statement : std::size_t {
     job_prune_count,   ///< $1 keep_ms -> 1 row (count)
     topology,          ///< -> 1 row (read_only, replicas, synchronous, cluster_nodes, server),
                        ///<   run on every new connection (DESIGN §9)
+    galera_session,    ///< session settings for a Galera node, run after `topology` found one
     count_
 };
 
@@ -174,6 +175,7 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "job_prune",
     "job_prune_count",
     "topology",
+    "galera_session",
 };
 
 // A statement added to the enum without a file name here would silently get an empty name.

@@ -35,36 +35,34 @@ std::unique_ptr<session> database_impl::connect_checked(const connection_config&
             throw_read_only(*standby);
         return s;
     }
-    // MariaDB: each host in turn, in the URL's order; the first that accepts writes.
+    // MariaDB: each host in turn, in the URL's order; the first that accepts writes. A host
+    // whose connect or topology check fails (down, a Galera node not synced, 1047) is skipped.
     std::string failures;
-    bool only_read_only = true;
+    bool only_read_only = true; // every host refused for what it is, not for being unreachable
     bool any_server_full = false;
     for (const auto& e : config.endpoints) {
         auto one = config;
         one.host = e.host;
         one.port = e.port;
-        std::unique_ptr<session> s;
         try {
             m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
-            s = watched(module.open_session(one, m_catalog));
+            auto s = watched(module.open_session(one, m_catalog));
+            const auto replica = check_topology(*s, endpoint_text(e));
+            if (!replica)
+                return s;
+            failures += "\n  " + *replica + ": a read-only replica";
         } catch (const error& failed) {
-            only_read_only = false;
+            only_read_only = only_read_only && failed.code() == errc::topology;
             any_server_full = any_server_full || is_server_full(failed);
             failures += "\n  " + endpoint_text(e) + ": " + failed.what();
-            continue;
         }
-        const auto replica = check_topology(*s, endpoint_text(e));
-        if (!replica)
-            return s;
-        failures += "\n  " + *replica + ": a read-only replica";
     }
     if (only_read_only)
-        throw error(errc::topology,
-                    "mysql: every server in " + config.redacted_url +
-                        " is a read-only replica; locks need the primary (the server that "
-                        "accepts writes):" +
-                        failures,
-                    "mysql");
+        throw error(
+            errc::topology,
+            "mysql: no server in " + config.redacted_url +
+                " can hold locks; they need a primary (a server that accepts writes):" + failures,
+            "mysql");
     // Connection trouble on some host (a failover in progress, say): retryable, as for one host.
     throw error(errc::connection,
                 "mysql: no server in " + config.redacted_url + " accepts writes:" + failures,
@@ -107,6 +105,20 @@ std::optional<std::string> database_impl::check_topology(session& s, const std::
     t.server = answer[4] && !answer[4]->empty() ? *answer[4] : endpoint;
     if (!endpoint.empty() && t.server != endpoint)
         t.server = endpoint + " (" + t.server + ")";
+    // Galera (columns 5 and 6, MariaDB only): a node outside the primary component or not
+    // yet synced answers this query but refuses every lock statement with 1047.
+    const bool galera = answer.size() > 5 && answer[5].has_value();
+    if (galera && column_int(answer[5]) == 0)
+        throw error(errc::connection,
+                    std::string(to_string(kind())) + ": " + t.server +
+                        " is a Galera node that does not serve clients now (" +
+                        answer[6].value_or("state unknown") +
+                        "): it is not synced with a primary component. Another node can "
+                        "serve: list every node in the URL (mysql://user:pw@host1:port,"
+                        "host2:port/db)",
+                    std::string(to_string(kind())), 1047);
+    if (galera)
+        s.execute(statement::galera_session, {});
     const bool read_only = column_int(answer[0]) != 0;
     t.replicas = static_cast<int>(column_int(answer[1]));
     t.synchronous = column_int(answer[2]) != 0;

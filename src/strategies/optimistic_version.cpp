@@ -51,6 +51,10 @@ public:
     std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
                                      std::chrono::milliseconds /*wait: polls instead*/,
                                      attempt_state& state) override {
+        return not_granted_on_conflict(state, [&] { return attempt(db, req, state); });
+    }
+
+    std::optional<grant> attempt(database_impl& db, const lock_request& req, attempt_state& state) {
         drop_if_stale(db, req, state); // a holder that stopped renewing for its whole TTL
         auto row = read_row(db, req.name);
         if (!row) {

@@ -33,10 +33,23 @@ bool drop_if_stale(database_impl& db, const lock_request& req, attempt_state& st
 }
 
 grant renew_lease(database_impl& db, const lock_request& req, const grant& held) {
-    const auto sent = std::chrono::steady_clock::now();
-    const auto res =
-        db.run(statement::renew_lease,
-               {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()), held.token});
+    auto sent = std::chrono::steady_clock::now();
+    result res;
+    // A conflict (1213: on Galera, a concurrent write to our row certified first) rolled the
+    // renewal back: it did not happen. Asking again at once tells which: the row is still
+    // ours (renewed now) or someone took it (lost). Never treated as renewed.
+    for (int tries = 1;; ++tries) {
+        try {
+            res = db.run(
+                statement::renew_lease,
+                {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()), held.token});
+            break;
+        } catch (const error& e) {
+            if (e.code() != errc::conflict || tries >= 3)
+                throw; // the lease keeper tries again later, until the lease's local end
+        }
+        sent = std::chrono::steady_clock::now();
+    }
     bool renewed = false;
     if (db.catalog().needs_read_back(statement::renew_lease)) {
         const auto check = db.run(statement::inspect_lock, {req.name});

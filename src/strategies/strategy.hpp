@@ -94,6 +94,22 @@ void note_sighting(attempt_state& state, std::int64_t token, std::int64_t lease_
 /// was dropped (the caller should try again at once). Throws sqlock::error.
 bool drop_if_stale(database_impl& db, const lock_request& req, attempt_state& state);
 
+/// Runs one acquire attempt. A conflict (MariaDB 1213: an InnoDB deadlock or, on Galera, a
+/// write set that failed certification at commit; PostgreSQL 40001/40P01) means a concurrent
+/// write to the lock row won and the attempt's statement was rolled back: not granted, the
+/// same as finding the lock held (try_lock() returns false, lock() waits on), never an error.
+template <typename Attempt>
+std::optional<grant> not_granted_on_conflict(attempt_state& state, Attempt&& attempt) {
+    try {
+        return attempt();
+    } catch (const error& e) {
+        if (e.code() != errc::conflict)
+            throw;
+        state.contended = true;
+        return std::nullopt;
+    }
+}
+
 class lock_strategy {
 public:
     virtual ~lock_strategy() = default;

@@ -151,6 +151,21 @@ public:
     std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
                                      std::chrono::milliseconds wait,
                                      attempt_state& state) override {
+        return not_granted_on_conflict(state, [&] { return attempt(db, req, wait, state); });
+    }
+
+    grant reenter(database_impl& db, const lock_request& req, const grant& held) override {
+        const route_scope via_seat(db, seat_session(held));
+        auto g = acquire_statement(db, req, held.token, nullptr);
+        if (!g || g->token != held.token)
+            throw_lost(db, req, "its lease was taken over before the re-entrant lock");
+        g->seat = held.seat;
+        return *g;
+    }
+
+private:
+    std::optional<grant> attempt(database_impl& db, const lock_request& req,
+                                 std::chrono::milliseconds wait, attempt_state& state) {
         // While this call has a seat, its statements share the seat's connection (routed
         // only where nothing can close the seat meanwhile).
         {
@@ -177,15 +192,7 @@ public:
         return queue ? queue_up(db, req, wait, state) : std::nullopt;
     }
 
-    grant reenter(database_impl& db, const lock_request& req, const grant& held) override {
-        const route_scope via_seat(db, seat_session(held));
-        auto g = acquire_statement(db, req, held.token, nullptr);
-        if (!g || g->token != held.token)
-            throw_lost(db, req, "its lease was taken over before the re-entrant lock");
-        g->seat = held.seat;
-        return *g;
-    }
-
+public:
     grant renew(database_impl& db, const lock_request& req, const grant& held) override {
         const route_scope via_seat(db, seat_session(held));
         return renew_lease(db, req, held);

@@ -40,6 +40,7 @@ TEST_CASE("mysql errno classification") {
         {1205, errc::timeout},    {3572, errc::timeout},    {1213, errc::conflict},
         {1062, errc::backend},    {1406, errc::backend},    {1064, errc::backend},
         {1040, errc::connection}, {1203, errc::connection}, {1226, errc::connection},
+        {1047, errc::connection}, // Galera: node not ready (not synced, not primary)
     };
     for (const auto& c : cases) {
         CAPTURE(c.code);

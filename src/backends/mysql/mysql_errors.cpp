@@ -11,11 +11,15 @@
 namespace sqlock::detail {
 
 errc classify_mysql_errno(int code) {
-    static constexpr std::array<std::pair<int, errc>, 43> table = {{
+    static constexpr std::array<std::pair<int, errc>, 44> table = {{
         // --- could not reach the server, or the connection is gone ---
         {1040, errc::connection}, // ER_CON_COUNT_ERROR: too many connections (server full)
         {1044, errc::connection}, // ER_DBACCESS_DENIED_ERROR: no access to the database
         {1045, errc::connection}, // ER_ACCESS_DENIED_ERROR: wrong user or password
+        // ER_UNKNOWN_COM_ERROR, which Galera reuses for "WSREP has not yet prepared node for
+        // application use": the node is not synced or not in the primary component. Another
+        // node (or this one, later) can serve: retryable, and a host list moves on.
+        {1047, errc::connection},
         {1049, errc::connection}, // ER_BAD_DB_ERROR: unknown database in the URL
         {1053, errc::connection}, // ER_SERVER_SHUTDOWN: server shutting down
         {1129, errc::connection}, // ER_HOST_IS_BLOCKED: too many connection errors from us

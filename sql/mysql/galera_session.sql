@@ -1,0 +1,13 @@
+-- A connection to a Galera node (topology found wsrep on). Every statement of this session
+-- that reads (1) or updates/deletes (2) first waits until the node has applied every write
+-- set the cluster ordered before it (a causality check, one group round trip), so that:
+--   - a read that decides sees the latest writes: inspect_lock after a lost reply (did our
+--     grant commit on the node that went away?), the read-backs of renew and
+--     optimistic_version, status;
+--   - an owner-checked UPDATE/DELETE (renew, release, drop_stale_lease) on a node that lags
+--     behind does not find our row "gone" and report a lock lost that is still ours (after a
+--     failover to another node, say).
+-- Inserts (acquire_unique_key) do not wait: a grant decided on a stale row fails
+-- certification at commit (1213, "not granted") rather than granting twice, so waiting would
+-- only cost every acquire a round trip. Single servers never run this statement.
+SET SESSION wsrep_sync_wait = 3

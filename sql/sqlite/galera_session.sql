@@ -1,0 +1,1 @@
+-- Nothing to send: Galera is MariaDB only (topology never reports it here).
