@@ -266,3 +266,88 @@ TEST_SUITE("replication_pgbouncer") {
         }
     }
 }
+
+TEST_SUITE("replication_galera") {
+
+    std::vector<std::string> galera_nodes() {
+        return {cluster_env("SQLOCK_CLUSTER_GALERA_URL1"),
+                cluster_env("SQLOCK_CLUSTER_GALERA_URL2"),
+                cluster_env("SQLOCK_CLUSTER_GALERA_URL3")};
+    }
+
+    TEST_CASE("each node reports the cluster and refuses select_for_update") {
+        for (const auto& url : galera_nodes()) {
+            CAPTURE(host_port_of(url));
+            auto node = sqlock::connect(url);
+            const auto t = node.topology();
+            CHECK(t.cluster_nodes == 3);
+            CHECK(t.server.find(host_port_of(url)) != std::string::npos);
+            REQUIRE(t.warnings.size() == 1);
+            CHECK(t.warnings.front().find("Galera") != std::string::npos);
+            sqlock::mutex m(node, test::unique_name("galera-row"),
+                            with(sqlock::strategy::select_for_update, std::chrono::seconds(30)));
+            const auto e = error_of([&] { static_cast<void>(m.try_lock()); });
+            CHECK(e.code() == errc::topology);
+            CHECK(std::string(e.what()).find("Galera") != std::string::npos);
+        }
+    }
+
+    TEST_CASE("a lease taken on one node excludes the other nodes and passes on in token order") {
+        const auto urls = galera_nodes();
+        std::vector<sqlock::database> nodes;
+        for (const auto& url : urls)
+            nodes.push_back(sqlock::connect(url));
+        for (const auto s : {sqlock::strategy::unique_key, sqlock::strategy::optimistic_version}) {
+            CAPTURE(sqlock::to_string(s));
+            const auto name = test::unique_name("galera-lease");
+            std::int64_t last = 0;
+            for (std::size_t holder = 0; holder < nodes.size(); ++holder) {
+                sqlock::mutex mine(nodes[holder], name, with(s, std::chrono::seconds(30)));
+                // The previous holder's release may still be applying on this node.
+                REQUIRE(mine.try_lock_for(std::chrono::seconds(5)));
+                CHECK(mine.token() > last);
+                last = mine.token();
+                for (std::size_t other = 0; other < nodes.size(); ++other) {
+                    if (other == holder)
+                        continue;
+                    sqlock::mutex theirs(nodes[other], name, with(s, std::chrono::seconds(30)));
+                    CHECK_FALSE(theirs.try_lock());
+                }
+                mine.unlock();
+                CHECK(mine.last_error().empty());
+            }
+        }
+    }
+
+    TEST_CASE("a host list skips a node set read_only") {
+        const auto urls = galera_nodes();
+        auto first = sqlock::connect(urls[0]);
+        test::exec_sql(first, "SET GLOBAL read_only = ON");
+        const auto second = host_port_of(urls[1]);
+        auto url = urls[0];
+        const auto first_host = host_port_of(urls[0]);
+        url.replace(url.find(first_host), first_host.size(), first_host + "," + second);
+        std::optional<sqlock::error> failure;
+        std::string server;
+        try {
+            server = sqlock::connect(url).topology().server;
+        } catch (const sqlock::error& e) {
+            failure = e;
+        }
+        test::exec_sql(first, "SET GLOBAL read_only = OFF");
+        REQUIRE_FALSE(failure.has_value());
+        CHECK(server.find(second) != std::string::npos);
+        const auto e = error_of([&] {
+            test::exec_sql(first, "SET GLOBAL read_only = ON");
+            try {
+                sqlock::connect(urls[0]);
+            } catch (...) {
+                test::exec_sql(first, "SET GLOBAL read_only = OFF");
+                throw;
+            }
+            test::exec_sql(first, "SET GLOBAL read_only = OFF");
+        });
+        CHECK(e.code() == errc::topology);
+        CHECK(std::string(e.what()).find("read-only") != std::string::npos);
+    }
+}

@@ -5,13 +5,16 @@
 #      suite (standby refused, standby-first host list, async warning / strict refusal), then
 #      replication_postgresql_failover (the primary crashes under held locks);
 #   2. PostgreSQL behind PgBouncer in transaction mode (pgbouncer.sh): the replication_pgbouncer
-#      suite, then pgbouncer_sqlock_check.sh (every strategy through the CLI, overlap detector).
+#      suite, then pgbouncer_sqlock_check.sh (every strategy through the CLI, overlap detector);
+#   3. a 3-node MariaDB Galera cluster (galera.sh): the replication_galera suite (cluster seen,
+#      select_for_update refused, leases exclusive across nodes, a read_only node skipped), then
+#      galera_check.sh (concurrent CLI writers on all nodes, a node killed).
 # A cluster that cannot start fails the run; nothing is skipped.
 #
 #   tests/replication/run.sh SOURCE_DIR BUILD_DIR
 set -uo pipefail
 
-[[ $# -eq 2 ]] || { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[[ $# -eq 2 ]] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 src=$(cd "$1" && pwd) build=$(cd "$2" && pwd)
 conformance=$build/tests/sqlock_conformance_tests
 [[ -x $conformance && -x $build/sqlock ]] || { echo "replication: build $build first" >&2; exit 1; }
@@ -48,5 +51,11 @@ step "PgBouncer in transaction mode" \
         SQLOCK="$build/sqlock" CHECK="$cluster/pgbouncer_sqlock_check.sh" BOUNCER_DIR="$work/bouncer" sh -c '
         export SQLOCK_TEST_POSTGRES_URL=$SQLOCK_CLUSTER_DIRECT_URL
         "$CONFORMANCE" --test-suite=replication_pgbouncer && "$CHECK" "$BOUNCER_DIR"'
+
+step "MariaDB Galera, 3 nodes" \
+    "$cluster/galera.sh" run "$work/galera" -- env SQLOCK_TEST_BACKEND=mysql CONFORMANCE="$conformance" \
+        SQLOCK="$build/sqlock" CHECK="$cluster/galera_check.sh" sh -c '
+        export SQLOCK_TEST_MYSQL_URL=$SQLOCK_CLUSTER_GALERA_URL1
+        "$CONFORMANCE" --test-suite=replication_galera && bash "$CHECK" --in-cluster'
 
 exit $status
