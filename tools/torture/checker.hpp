@@ -72,7 +72,8 @@ struct check_result {
     std::int64_t liveness_windows_checked = 0;
     /// Whether the counter rule applied (no loss at all, no writer killed mid-write).
     bool counter_checked = false;
-    /// Per failover fault: from its start to the first grant after it (-1: none recorded).
+    /// Per failover fault: from the old primary's death (its `crashed` note, else the fault's
+    /// start) to the first grant after it (-1: none recorded).
     std::vector<std::int64_t> resume_ns;
     /// Grants made before a failover and released after it began (or never): held across it.
     std::int64_t failover_held = 0;

@@ -302,6 +302,11 @@ TEST_CASE("rule 6: grants resume within the bound after a failover; the time is 
     r = check(in, p);
     CHECK_FALSE(has_rule(r, "resume"));
     CHECK(r.failover_held == 1); // token 2 (granted at 101, released at 200)
+    // Measured from the old primary's death when the harness saw it.
+    in.harness.insert(in.harness.begin() + 2, note(205, kind::crashed, {"node1"}));
+    r = check(in, p);
+    REQUIRE(r.resume_ns.size() == 1);
+    CHECK(r.resume_ns[0] == 96 * ms); // 205 -> the grant at 301
 }
 
 TEST_CASE("rule 6: a session lock held across a failover must be heard lost") {
@@ -321,6 +326,12 @@ TEST_CASE("rule 6: a session lock held across a failover must be heard lost") {
     auto r = check(in, p);
     CHECK(has_rule(r, "failover-own"));
     CHECK(r.failover_held == 1);
+    // Once the old primary is certainly down, owns_lock() == true is already wrong.
+    auto early = in;
+    early.workers[0][3].t_ns = 300 * ms; // an own at 300 ms: before the failover was over
+    CHECK_FALSE(has_rule(check(early, p), "failover-own"));
+    early.harness.insert(early.harness.begin() + 2, note(250, kind::crashed, {"node1"}));
+    CHECK(has_rule(check(early, p), "failover-own"));
     CHECK(r.failover_told == 0);
     // A lease (not a session lock) may survive the failover: nothing to flag.
     p.lock_dies_with_server = false;

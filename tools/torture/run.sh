@@ -321,9 +321,18 @@ nemesis_crash() {
 nemesis_failover() {
   local give_up=$(($(now_ms) + 2000))
   while [[ -z $(holder_line) ]] && (($(now_ms) < give_up)); do sleep 0.01; done
-  local old=node$SQLOCK_CLUSTER_PG_PRIMARY_NODE
+  local old=node$SQLOCK_CLUSTER_PG_PRIMARY_NODE pid=$SQLOCK_CLUSTER_PG_PRIMARY_PID fo st
   note fault failover "$old"
-  "$REPLICA" failover "$CLUSTER" >>"$RUN/failover.log" 2>&1 || FAILOVER_FAILED=1
+  "$REPLICA" failover "$CLUSTER" >>"$RUN/failover.log" 2>&1 &
+  fo=$!
+  # The postmaster exits after its backends: once it is gone (or a zombie) every lock session
+  # of the old primary is closed. Noted as "crashed" (resume times count from there).
+  while st=$(proc_state "$pid"); [[ -n $st && $st != Z ]] && [[ -n $(proc_state "$fo") ]]; do
+    sleep 0.005
+  done
+  st=$(proc_state "$pid")
+  [[ -z $st || $st == Z ]] && note crashed "$old"
+  wait "$fo" || FAILOVER_FAILED=1
   # shellcheck disable=SC1091
   source "$CLUSTER/env.sh"
   note fault_end failover "$old"   # the new primary accepts writes
