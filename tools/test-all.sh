@@ -11,7 +11,10 @@
 #      packages (tests/packages);
 #   5. runs the torture smoke on the ci build (tools/torture/run.sh --smoke: every backend x
 #      strategy with client kills and a server crash, the no-fault mode, both negative
-#      controls; it starts servers of its own). A violation fails the run.
+#      controls; it starts servers of its own). A violation fails the run;
+#   6. runs the failover torture on the ci build (tools/torture/run.sh --failover --runs 5: a
+#      PostgreSQL primary + synchronous standby, its primary crashed and the standby promoted
+#      under load, every strategy, 5 times in a row, ~3.5 minutes).
 # A backend that cannot be started fails the run; nothing is skipped.
 #   tools/test-all.sh            everything
 #   tools/test-all.sh --quick    only the ci build
@@ -71,4 +74,6 @@ echo "=== Debian packages: built, installed with apt, run, built against, remove
 tests/packages/run.sh . || status=1
 echo "=== torture smoke (ci build)"
 tools/torture/run.sh --smoke --build build/ci || status=1
+echo "=== torture across a PostgreSQL failover, 5 runs (ci build)"
+tools/torture/run.sh --failover --runs 5 --build build/ci || status=1
 exit $status
