@@ -12,9 +12,13 @@
 #   5. runs the torture smoke on the ci build (tools/torture/run.sh --smoke: every backend x
 #      strategy with client kills and a server crash, the no-fault mode, both negative
 #      controls; it starts servers of its own). A violation fails the run;
-#   6. runs the replicated-database tests on the ci build (tests/replication/run.sh): real
+#   6. runs the failover torture on the ci build (tools/torture/run.sh --failover --runs 5: a
+#      PostgreSQL primary + synchronous standby, its primary crashed and the standby promoted
+#      under load, every strategy, 5 times in a row, ~3.5 minutes);
+#   7. runs the replicated-database tests on the ci build (tests/replication/run.sh): real
 #      clusters from Debian packages on 127.0.0.1 (PostgreSQL primary + synchronous standby
-#      with a failover, PgBouncer in transaction mode), started and stopped by tools/cluster/.
+#      with a failover, PgBouncer in transaction mode, 3-node Galera), started and stopped by
+#      tools/cluster/ (~1 minute).
 # A backend that cannot be started fails the run; nothing is skipped.
 #   tools/test-all.sh            everything
 #   tools/test-all.sh --quick    only the ci build
@@ -76,6 +80,8 @@ echo "=== Debian packages: built, installed with apt, run, built against, remove
 tests/packages/run.sh . || status=1
 echo "=== torture smoke (ci build)"
 tools/torture/run.sh --smoke --build build/ci || status=1
-echo "=== replicated databases (ci build): standby, failover, PgBouncer"
+echo "=== torture across a PostgreSQL failover, 5 runs (ci build)"
+tools/torture/run.sh --failover --runs 5 --build build/ci || status=1
+echo "=== replicated databases (ci build): standby, failover, PgBouncer, Galera"
 tests/replication/run.sh . build/ci || status=1
 exit $status

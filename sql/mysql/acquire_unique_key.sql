@@ -16,7 +16,8 @@
 -- creates a free row (token 0) and returns granted = 0 with an empty owner, and the caller
 -- repeats the statement at once. Releases keep the row (release_lease marks it free), so only a
 -- name's first use, or its first use after reaping, costs that extra trip.
--- Columns: token, hold_count, granted, created_free_row, lease_seq, ttl_ms.
+-- Columns: token, hold_count, granted, created_free_row, lease_seq, ttl_ms, mine (the row's
+-- owner is $2: not granted, it is an earlier attempt's grant whose reply was lost), server clock.
 INSERT INTO {locks}
     (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at, lease_seq,
      ttl_ms)
@@ -45,5 +46,5 @@ ON DUPLICATE KEY UPDATE
     owner       = IF($6 IS NULL AND owner = '' AND strategy <> 'select_for_update', $2, owner)
 RETURNING token, hold_count,
     COALESCE(owner = $2 AND (acquired_at = UTC_TIMESTAMP(6) OR token = $6), 0),
-    owner = '', lease_seq, ttl_ms,
+    owner = '', lease_seq, ttl_ms, COALESCE(owner = $2, 0),
     TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000

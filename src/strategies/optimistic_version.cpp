@@ -63,6 +63,11 @@ public:
             if (!row)
                 return std::nullopt; // created and reaped at once: try again later
         }
+        // Ours and newer than this mutex's last grant: an earlier attempt's grant whose reply
+        // was lost (and its read-back too). Adopted with a fresh lease, not waited out for a
+        // TTL; owner ids name one mutex object and thread, so no other lock() made it.
+        if (row->held && row->owner == req.owner && row->token > req.last_token)
+            return adopt_lost_grant(db, req, row->token, row->hold_count);
         if (row->held) { // someone holds it: watch its lease
             note_sighting(state, row->token, row->lease_seq, std::chrono::milliseconds(row->ttl_ms),
                           req.ttl);
@@ -79,9 +84,13 @@ public:
         } catch (const error& e) {
             if (e.code() != errc::connection)
                 throw;
-            token = confirmed_by_read(db, req); // reply lost: read the row by owner
+            // Reply lost: read the row by owner. Ours means granted, by this attempt or (a
+            // statement the server finished after its connection died) an earlier one: renewed
+            // rather than timed from `sent`.
+            token = confirmed_by_read(db, req);
             if (!token)
                 throw;
+            return adopt_lost_grant(db, req, *token, 1);
         }
         if (!token)
             return std::nullopt; // another acquirer's CAS came first

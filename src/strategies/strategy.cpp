@@ -70,6 +70,17 @@ grant renew_lease(database_impl& db, const lock_request& req, const grant& held)
     return g;
 }
 
+std::optional<grant> adopt_lost_grant(database_impl& db, const lock_request& req,
+                                      std::int64_t token, std::int64_t hold_count) {
+    try {
+        return renew_lease(db, req, grant{token, hold_count, {}, {}, {}});
+    } catch (const error& e) {
+        if (e.code() != errc::lock_lost)
+            throw;
+        return std::nullopt;
+    }
+}
+
 std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend) {
     switch (s) {
     case strategy::unique_key:

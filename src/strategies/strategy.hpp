@@ -150,6 +150,14 @@ std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend);
 /// Lease renewal shared by unique_key and optimistic_version (statement renew_lease).
 grant renew_lease(database_impl& db, const lock_request& req, const grant& held);
 
+/// A lease row of `req.owner` with a token newer than `req.last_token`, found instead of an
+/// answer: the grant of an attempt of this lock whose reply was lost. Its lease started when
+/// that statement ran, at a moment we never saw, so it is renewed at once (renew_lease) and
+/// the grant's local end counts from the renewal. nullopt when it was dropped meanwhile (lost
+/// before anyone learnt of it). Throws sqlock::error when the renewal's outcome is unknown.
+std::optional<grant> adopt_lost_grant(database_impl& db, const lock_request& req,
+                                      std::int64_t token, std::int64_t hold_count);
+
 std::unique_ptr<lock_strategy> make_unique_key_strategy(backend_kind backend);
 std::unique_ptr<lock_strategy> make_select_for_update_strategy();
 std::unique_ptr<lock_strategy> make_optimistic_version_strategy();

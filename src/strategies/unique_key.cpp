@@ -43,20 +43,40 @@ std::optional<lock_row> inspect(database_impl& db, std::string_view name) {
                     column_int(r.at(3)),  column_int(r.at(5)), column_int(r.at(6))};
 }
 
-/// After acquire_unique_key did not grant: notes what its reply showed of the lease held by
-/// someone else (PostgreSQL and MariaDB return the current row); where it returns none
-/// (SQLite: in process, no round trip) the row is read.
-void note_holder(database_impl& db, const lock_request& req, const result& res,
-                 attempt_state& state) {
+/// After acquire_unique_key did not grant (a new grant, not a re-entry): when the row is ours
+/// with a token newer than this mutex's last grant, it is an earlier attempt's grant whose reply
+/// was lost and whose read-back failed too (a failover, a dropped connection). It is adopted,
+/// renewed at once so its lease counts from a statement we saw sent; waiting for it to expire
+/// would stall this lock for a whole TTL. Otherwise notes what the reply showed of the lease
+/// held by someone else (PostgreSQL and MariaDB return the current row); where it returns none
+/// (SQLite: in process, no round trip) the row is read. Owner ids name one mutex object and
+/// thread (core/owner.hpp), so no other lock() can have made that row.
+std::optional<grant> adopt_or_note(database_impl& db, const lock_request& req, const result& res,
+                                   attempt_state* state) {
     using std::chrono::milliseconds;
+    std::int64_t token = 0, hold_count = 0, lease_seq = 0, ttl_ms = 0;
+    bool mine = false;
     if (!res.rows.empty()) {
         const auto& r = res.rows.front();
-        note_sighting(state, column_int(r.at(0)), column_int(r.at(4)),
-                      milliseconds(column_int(r.at(5))), req.ttl);
-        return;
+        token = column_int(r.at(0));
+        hold_count = column_int(r.at(1));
+        lease_seq = column_int(r.at(4));
+        ttl_ms = column_int(r.at(5));
+        mine = column_int(r.at(6)) == 1;
+    } else if (const auto row = inspect(db, req.name); row && !row->owner.empty()) {
+        token = row->token;
+        hold_count = row->hold_count;
+        lease_seq = row->lease_seq;
+        ttl_ms = row->ttl_ms;
+        mine = row->owner == req.owner;
+    } else {
+        return std::nullopt;
     }
-    if (const auto row = inspect(db, req.name); row && !row->owner.empty())
-        note_sighting(state, row->token, row->lease_seq, milliseconds(row->ttl_ms), req.ttl);
+    if (mine && token > req.last_token)
+        return adopt_lost_grant(db, req, token, hold_count);
+    if (state)
+        note_sighting(*state, token, lease_seq, milliseconds(ttl_ms), req.ttl);
+    return std::nullopt;
 }
 
 [[noreturn]] void throw_lost(const database_impl& db, const lock_request& req, std::string why) {
@@ -179,11 +199,10 @@ private:
                            !db.behind_transaction_pooler();
         if (queue && state.queue_first)
             return queue_up(db, req, wait, state);
-        const auto sent = std::chrono::steady_clock::now();
         std::optional<grant> g;
         {
             const route_scope via_seat(db, seat_session(state));
-            g = resolving_doubt(db, req, sent,
+            g = resolving_doubt(db, req,
                                 [&] { return acquire_statement(db, req, nullptr, &state); });
         }
         if (g)
@@ -247,7 +266,6 @@ private:
     /// that happened is kept, one that did not is reported as the connection error.
     template <typename Attempt>
     static std::optional<grant> resolving_doubt(database_impl& db, const lock_request& req,
-                                                std::chrono::steady_clock::time_point sent,
                                                 Attempt&& attempt) {
         try {
             return attempt();
@@ -257,10 +275,15 @@ private:
             if (e.code() != errc::connection || is_server_full(e))
                 throw;
             const auto row = inspect(db, req.name);
-            // Ours, and newer than any earlier grant of this mutex: this attempt's grant (the
-            // server's clock is not asked: a step would disown it).
-            if (row && row->owner == req.owner && row->token > req.last_token)
-                return grant{row->token, row->hold_count, lease_end(sent, req.ttl), {}, {}};
+            // Ours, and newer than any earlier grant of this mutex: this attempt's grant, or
+            // an earlier attempt's whose reply was lost too (its lease may have started long
+            // before `sent`), so it is renewed rather than timed from `sent`. The server's
+            // clock is not asked: a step would disown it.
+            if (row && row->owner == req.owner && row->token > req.last_token) {
+                if (auto g = adopt_lost_grant(db, req, row->token, row->hold_count))
+                    return g;
+                return std::nullopt; // dropped as abandoned meanwhile: never ours to use
+            }
             throw;
         }
     }
@@ -281,10 +304,10 @@ private:
             if (auto g = granted(res, sent, req.ttl))
                 return g;
             const bool created_free_row = !res.rows.empty() && column_int(res.rows[0].at(3)) == 1;
-            if (!created_free_row || attempt > 0 ||
-                !std::holds_alternative<std::nullptr_t>(held_token)) {
-                if (state && !created_free_row)
-                    note_holder(db, req, res, *state);
+            const bool reentry = !std::holds_alternative<std::nullptr_t>(held_token);
+            if (!created_free_row || attempt > 0 || reentry) {
+                if (!reentry && !created_free_row)
+                    return adopt_or_note(db, req, res, state);
                 return std::nullopt; // held by someone else (or a re-entry that found no row)
             }
         }
@@ -338,19 +361,20 @@ private:
                 return std::nullopt;
             }
             state.seat.reset(); // closes the session, and any lock it got
-            return resolving_doubt(db, req, sent,
+            return resolving_doubt(db, req,
                                    [&]() -> std::optional<grant> { db.rethrow_with_context(e); });
         }
         seat.where = queue_seat::place::inside;
         if (!results[1].rows.empty() && column_int(results[1].rows[0].at(0)) == 1)
             state.contended = true; // we waited for our turn
         auto g = granted(results.back(), sent, req.ttl);
+        if (!g) {
+            state.contended = true; // first in line, but the lease is held: wait for it
+            g = adopt_or_note(db, req, results.back(), &state);
+        }
         if (g) {
             seat.get().unlisten();           // no-op unless an earlier wait listened on it
             g->seat = std::move(state.seat); // holds the queue lock until the release
-        } else {
-            state.contended = true; // first in line, but the lease is held: wait for it
-            note_holder(db, req, results.back(), state);
         }
         return g;
     }
@@ -360,13 +384,13 @@ private:
     static std::optional<grant> retry_at_head(database_impl& db, const lock_request& req,
                                               attempt_state& state) {
         const auto sent = std::chrono::steady_clock::now();
-        auto g = resolving_doubt(db, req, sent, [&]() -> std::optional<grant> {
+        auto g = resolving_doubt(db, req, [&]() -> std::optional<grant> {
             try {
                 const auto item = acquire_item(req, nullptr);
                 const auto res = state.seat->get().execute(item.id, item.params);
                 auto outcome = granted(res, sent, req.ttl);
                 if (!outcome)
-                    note_holder(db, req, res, state);
+                    outcome = adopt_or_note(db, req, res, &state);
                 return outcome;
             } catch (const error& e) {
                 if (e.code() == errc::connection)

@@ -1,8 +1,10 @@
 // check_main.cpp: sqlock_torture_check, runs the checker on a run directory.
 //
 //   sqlock_torture_check DIR TTL_MS MAX_HOLD_MS LIVENESS_BOUND_MS MODE
+//                        [--resume-bound MS] [--lock-dies-with-server]
 //
-// MODE is "none" (no-fault: any loss signal is a false loss) or "fault". Reads DIR/h-*.log
+// MODE is "none" (no-fault: any loss signal is a false loss) or "fault". The options apply to
+// failover faults (checker.hpp, check_params). Reads DIR/h-*.log
 // (workers), DIR/harness.log, DIR/fence.log and DIR/counter; writes every violation to
 // DIR/report.txt and prints one line of key=value fields. Exit 0 pass, 1 fail, 2 usage or
 // unreadable input.
@@ -38,11 +40,13 @@ std::vector<torture::event> read_history(const fs::path& path, std::int64_t& bad
 } // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 6) {
+    const auto usage = [] {
         std::cerr << "usage: sqlock_torture_check DIR TTL_MS MAX_HOLD_MS LIVENESS_BOUND_MS "
-                     "none|fault\n";
+                     "none|fault [--resume-bound MS] [--lock-dies-with-server]\n";
         return 2;
-    }
+    };
+    if (argc < 6)
+        return usage();
     try {
         const fs::path dir = argv[1];
         torture::check_params params;
@@ -50,6 +54,15 @@ int main(int argc, char** argv) {
         params.max_hold_ns = std::stoll(argv[3]) * 1'000'000;
         params.liveness_bound_ns = std::stoll(argv[4]) * 1'000'000;
         params.no_fault = std::string(argv[5]) == "none";
+        for (int i = 6; i < argc; ++i) {
+            const std::string opt = argv[i];
+            if (opt == "--resume-bound" && i + 1 < argc)
+                params.resume_bound_ns = std::stoll(argv[++i]) * 1'000'000;
+            else if (opt == "--lock-dies-with-server")
+                params.lock_dies_with_server = true;
+            else
+                return usage();
+        }
 
         torture::check_input input;
         std::int64_t bad_lines = 0;
@@ -107,7 +120,16 @@ int main(int argc, char** argv) {
                   << " liveness_windows=" << r.liveness_windows_checked
                   << " counter=" << (r.counter_checked ? "checked" : "skipped")
                   << " timeouts=" << r.timeouts << " errors=" << r.errors
-                  << " bad_lines=" << bad_lines << "\n";
+                  << " bad_lines=" << bad_lines;
+        if (!r.resume_ns.empty()) {
+            std::string resume;
+            for (const auto ns : r.resume_ns)
+                resume += (resume.empty() ? "" : ",") +
+                          (ns < 0 ? std::string("none") : std::to_string(ns / 1'000'000));
+            std::cout << " resume_ms=" << resume << " failover_held=" << r.failover_held
+                      << " failover_told=" << r.failover_told;
+        }
+        std::cout << "\n";
         return r.passed() && bad_lines == 0 ? 0 : 1;
     } catch (const std::exception& e) {
         std::cerr << "sqlock_torture_check: " << e.what() << "\n";

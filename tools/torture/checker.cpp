@@ -26,7 +26,9 @@ struct grant_info {
     bool released = false;
     std::string last_loss = "none";
     bool fence_refused = false;
-    bool wrote_counter = false; ///< a cw event: it was about to write the counter
+    std::int64_t t_fence = no_time;   ///< when its fenced write was done (before unlock())
+    std::int64_t t_release = no_time; ///< when unlock() returned
+    bool wrote_counter = false;       ///< a cw event: it was about to write the counter
     std::optional<std::int64_t> incr;
 
     bool lost() const { return told || lost_cb || last_loss != "none"; }
@@ -138,6 +140,7 @@ std::vector<grant_info> collect_grants(const check_input& input, check_result& r
                 break;
             case kind::fence:
                 g.fence_refused = !e.args.empty() && e.args[0] == "refused";
+                g.t_fence = e.t_ns;
                 break;
             case kind::cw:
                 g.wrote_counter = true;
@@ -152,6 +155,7 @@ std::vector<grant_info> collect_grants(const check_input& input, check_result& r
                 break;
             case kind::release:
                 g.released = true;
+                g.t_release = e.t_ns;
                 if (!e.args.empty())
                     g.last_loss = e.args[0];
                 break;
@@ -340,6 +344,63 @@ void check_liveness(const grant_timeline& timeline, const check_input& input, co
     }
 }
 
+// Rule 6: failovers. Grants resume within the bound after the old primary died (its
+// `crashed` note; else the failover's start); grants made before the failover and not released
+// before it are counted as held across it. Where the lock is a server session
+// (select_for_update), such a grant died with the old primary: its holder may not see
+// owns_lock() == true once that primary is certainly down, and when its fenced write was done
+// after the failover was over (so unlock() began after it too), it must have heard of the loss.
+void check_failovers(const std::vector<grant_info>& grants, const grant_timeline& timeline,
+                     const check_input& input, const check_params& p, check_result& r) {
+    constexpr auto never = std::numeric_limits<std::int64_t>::max();
+    struct failover {
+        std::int64_t start = 0, down = never, end = never;
+    };
+    std::vector<failover> failovers;
+    std::int64_t run_end = never;
+    for (const auto& e : input.harness) {
+        const bool is_failover = !e.args.empty() && e.args[0] == "failover";
+        if (e.kind == kind::fault && is_failover)
+            failovers.push_back({e.t_ns});
+        else if (e.kind == kind::crashed && !failovers.empty())
+            failovers.back().down = e.t_ns;
+        else if (e.kind == kind::fault_end && is_failover && !failovers.empty())
+            failovers.back().end = e.t_ns;
+        else if (e.kind == kind::run_end)
+            run_end = e.t_ns;
+    }
+    for (const auto& f : failovers) {
+        const std::int64_t from = f.down != never ? f.down : f.start;
+        std::optional<std::int64_t> first;
+        for (const auto& g : grants)
+            if (g.t_grant > from && (!first || g.t_grant < *first))
+                first = g.t_grant;
+        r.resume_ns.push_back(first ? *first - from : -1);
+        if (p.resume_bound_ns > 0 && from + p.resume_bound_ns <= run_end &&
+            !timeline.any_in(from, from + p.resume_bound_ns))
+            add(r, "resume",
+                "no grant within " + ms(p.resume_bound_ns) + " after the old primary died" +
+                    (first ? " (the next one came " + ms(*first - from) + " after it)" : ""));
+        for (const auto& g : grants) {
+            if (g.t_grant >= f.start || (g.released && g.t_release < f.start))
+                continue;
+            ++r.failover_held;
+            r.failover_told += (g.told || g.lost_cb) ? 1 : 0;
+            if (!p.lock_dies_with_server)
+                continue;
+            const std::int64_t dead = std::min(f.down, f.end);
+            if (g.last_own != no_time && g.last_own >= dead)
+                add(r, "failover-own",
+                    who(g) + " saw owns_lock() == true " + ms(g.last_own - dead) +
+                        " after the old primary was down; its lock died with it");
+            else if (g.t_fence != no_time && g.t_fence >= f.end && g.released && !g.lost())
+                add(r, "failover-silent",
+                    who(g) + " was released after the failover without hearing that its lock "
+                             "died with the old primary");
+        }
+    }
+}
+
 } // namespace
 
 check_result check(const check_input& input, const check_params& params) {
@@ -360,6 +421,7 @@ check_result check(const check_input& input, const check_params& params) {
     check_fence(grants, input, r);
     check_pauses(grants, input, params, r);
     check_liveness(timeline, input, params, r);
+    check_failovers(grants, timeline, input, params, r);
     return r;
 }
 

@@ -42,11 +42,17 @@ struct check_params {
     std::int64_t liveness_bound_ns = 5'000'000'000;
     /// Nemesis "none": any loss signal is a false loss and fails the run.
     bool no_fault = false;
+    /// Failover faults (nemesis "failover"): a grant must be recorded within this long after
+    /// each failover began (the old primary's crash); 0: not checked, only measured.
+    std::int64_t resume_bound_ns = 0;
+    /// The lock lives in a server session (select_for_update): a grant made before a failover
+    /// died with the old primary, so its holder must hear it.
+    bool lock_dies_with_server = false;
 };
 
 struct violation {
-    std::string
-        rule; ///< overlap, counter, token-dup, token-order, fence, fence-silent, pause, liveness
+    std::string rule; ///< overlap, counter, token-dup, token-order, fence, fence-silent, pause,
+                      ///< liveness, resume, failover-own, failover-silent
     std::string message;
 };
 
@@ -66,6 +72,13 @@ struct check_result {
     std::int64_t liveness_windows_checked = 0;
     /// Whether the counter rule applied (no loss at all, no writer killed mid-write).
     bool counter_checked = false;
+    /// Per failover fault: from the old primary's death (its `crashed` note, else the fault's
+    /// start) to the first grant after it (-1: none recorded).
+    std::vector<std::int64_t> resume_ns;
+    /// Grants made before a failover and released after it began (or never): held across it.
+    std::int64_t failover_held = 0;
+    /// Of those, the ones whose holder was told during the hold (owns_lock() false, on_lost).
+    std::int64_t failover_told = 0;
     std::vector<violation> violations;
 
     /// No violation, and no false loss in no-fault mode.

@@ -284,3 +284,66 @@ TEST_CASE("an on_lost callback recorded before its grant line still counts") {
     CHECK(r.false_losses == 1);
     CHECK(r.errors == 0);
 }
+
+TEST_CASE("rule 6: grants resume within the bound after a failover; the time is measured") {
+    auto in = clean_run(); // grants at 10, 101, 201, 301 ms
+    in.harness = {note(0, kind::run_start), note(150, kind::fault, {"failover", "node1"}),
+                  note(500, kind::fault_end, {"failover", "node1"}), note(5000, kind::run_end)};
+    auto p = params();
+    p.resume_bound_ns = 100 * ms;
+    auto r = check(in, p);
+    REQUIRE(r.resume_ns.size() == 1);
+    CHECK(r.resume_ns[0] == 51 * ms); // 150 -> the grant at 201
+    CHECK_FALSE(has_rule(r, "resume"));
+    p.resume_bound_ns = 40 * ms;
+    CHECK(has_rule(check(in, p), "resume"));
+    // Measured only, without a bound.
+    p.resume_bound_ns = 0;
+    r = check(in, p);
+    CHECK_FALSE(has_rule(r, "resume"));
+    CHECK(r.failover_held == 1); // token 2 (granted at 101, released at 200)
+    // Measured from the old primary's death when the harness saw it.
+    in.harness.insert(in.harness.begin() + 2, note(205, kind::crashed, {"node1"}));
+    r = check(in, p);
+    REQUIRE(r.resume_ns.size() == 1);
+    CHECK(r.resume_ns[0] == 96 * ms); // 205 -> the grant at 301
+}
+
+TEST_CASE("rule 6: a session lock held across a failover must be heard lost") {
+    check_input in;
+    worker_log a{100}, b{200};
+    // a is granted before the failover (150-500 ms) and still works after it.
+    a.ev(0, kind::acquire).ev(10, kind::grant, 1, {"0", "7"});
+    a.ev(100, kind::own, 1).ev(600, kind::own, 1); // true after the old primary died
+    a.ev(601, kind::fence, 1, {"accepted", "0"}).ev(610, kind::release, 1, {"none", "0"});
+    b.hold(20, 700, 800, 2, 0);
+    in.workers = {a.events, b.events};
+    in.counter_final = 1;
+    in.harness = {note(0, kind::run_start), note(150, kind::fault, {"failover", "node1"}),
+                  note(500, kind::fault_end, {"failover", "node1"}), note(5000, kind::run_end)};
+    auto p = params();
+    p.lock_dies_with_server = true;
+    auto r = check(in, p);
+    CHECK(has_rule(r, "failover-own"));
+    CHECK(r.failover_held == 1);
+    // Once the old primary is certainly down, owns_lock() == true is already wrong.
+    auto early = in;
+    early.workers[0][3].t_ns = 300 * ms; // an own at 300 ms: before the failover was over
+    CHECK_FALSE(has_rule(check(early, p), "failover-own"));
+    early.harness.insert(early.harness.begin() + 2, note(250, kind::crashed, {"node1"}));
+    CHECK(has_rule(check(early, p), "failover-own"));
+    CHECK(r.failover_told == 0);
+    // A lease (not a session lock) may survive the failover: nothing to flag.
+    p.lock_dies_with_server = false;
+    CHECK(check(in, p).passed());
+
+    // Without the late observation, a fenced write after the failover and a silent release.
+    p.lock_dies_with_server = true;
+    in.workers[0].erase(in.workers[0].begin() + 3); // the own at 600 ms
+    CHECK(has_rule(check(in, p), "failover-silent"));
+    // Told during the hold: accepted, and counted.
+    in.workers[0].push_back({520 * ms, 100, kind::told, 1, {}});
+    r = check(in, p);
+    CHECK(r.passed());
+    CHECK(r.failover_told == 1);
+}

@@ -16,7 +16,7 @@ namespace torture {
 
 namespace {
 
-constexpr std::array<std::pair<kind, std::string_view>, 21> kind_names{{
+constexpr std::array<std::pair<kind, std::string_view>, 22> kind_names{{
     {kind::start, "start"},
     {kind::acquire, "acquire"},
     {kind::grant, "grant"},
@@ -38,6 +38,7 @@ constexpr std::array<std::pair<kind, std::string_view>, 21> kind_names{{
     {kind::fault_end, "fault_end"},
     {kind::stopped, "stopped"},
     {kind::cont, "cont"},
+    {kind::crashed, "crashed"},
 }};
 
 bool parse_int(std::string_view text, std::int64_t& out) {

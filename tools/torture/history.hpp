@@ -42,6 +42,7 @@ enum class kind {
                ///< nemesis
     stopped,   ///< process ARG is certainly stopped now (clock read after seeing it stopped)
     cont,      ///< about to SIGCONT process ARG (clock read BEFORE the signal)
+    crashed,   ///< server ARG is certainly down (clock read after seeing its process gone)
 };
 
 /// The text of a kind, as written in a history line.

@@ -11,8 +11,15 @@
 #   tools/torture/run.sh --long [--backend B] [--strategy S] [--duration SECS]
 #                                       every (selected) backend x strategy, 10 minutes each,
 #                                       all nemeses mixed, then the controls; a markdown table
+#   tools/torture/run.sh --failover [--runs N] [--strategy S] [--resume-bound MS]
+#                                       PostgreSQL primary + sync standby (tools/cluster/
+#                                       pg_replica.sh), workers on the multi-host URL, the
+#                                       primary crashed mid-run and the standby promoted, once
+#                                       per strategy; N runs (5) in a row, each on a fresh
+#                                       cluster; a cluster that cannot start fails the run
 #
-# NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|clock|partition|mix;
+# NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|clock|partition|mix
+# (and failover, --failover only);
 # "KIND:N" injects KIND at most N times. Prints one summary line per run; exits 1 if any run
 # failed (for --controls: if a control was NOT caught), 2 on bad usage.
 set -euo pipefail
@@ -24,7 +31,8 @@ TESTDB=$ROOT/tools/testdb.sh
 BACKENDS=sqlite STRATEGIES=unique_key NEMESES=none PROCESSES='' DURATION=20 TTL=1500
 HOLD=1-80 SEED=$((RANDOM * 32768 + RANDOM)) INTERVAL=2000 BOUND=3000 RENEW=mix
 BUILD=$ROOT/build/ci KEEP=0 DURATION_SET=0 CONTROL=none MODE=single STOP_FACTOR=15
-CLOCK_STEP=10 PARTITION_MS='' BACKENDS_SET=0 STRATEGIES_SET=0
+CLOCK_STEP=10 PARTITION_MS='' BACKENDS_SET=0 STRATEGIES_SET=0 RUNS=5 RESUME_BOUND='' TTL_SET=0
+HOLD_SET=0
 
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "torture: $*" >&2; exit 2; }
@@ -38,8 +46,8 @@ while (($#)); do
     --nemesis) NEMESES=$2; shift ;;
     --processes) PROCESSES=$2; shift ;;
     --duration) DURATION=$2 DURATION_SET=1; shift ;;
-    --ttl) TTL=$2; shift ;;
-    --hold) HOLD=$2; shift ;;
+    --ttl) TTL=$2 TTL_SET=1; shift ;;
+    --hold) HOLD=$2 HOLD_SET=1; shift ;;
     --seed) SEED=$2; shift ;;
     --interval) INTERVAL=$2; shift ;;
     --liveness-bound) BOUND=$2; shift ;;
@@ -50,6 +58,9 @@ while (($#)); do
     --controls) MODE=controls ;;
     --smoke) MODE=smoke ;;
     --long) MODE=long ;;
+    --failover) MODE=failover ;;
+    --runs) RUNS=$2; shift ;;
+    --resume-bound) RESUME_BOUND=$2; shift ;;
     -h|--help) usage ;;
     *) echo "torture: unknown option $1" >&2; usage ;;
   esac
@@ -61,6 +72,8 @@ done
 [[ $CONTROL =~ ^(none|skip-lock|ignore-tokens)$ ]] || die "bad --control $CONTROL"
 [[ $CLOCK_STEP =~ ^[1-9][0-9]*$ ]] || die "--clock-step wants whole seconds > 0"
 [[ -z $PARTITION_MS || $PARTITION_MS =~ ^[1-9][0-9]*$ ]] || die "--partition-ms wants MS > 0"
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "--runs wants N > 0"
+[[ -z $RESUME_BOUND || $RESUME_BOUND =~ ^[1-9][0-9]*$ ]] || die "--resume-bound wants MS > 0"
 WORKER=$BUILD/tools/torture/sqlock_torture_worker
 CHECK=$BUILD/tools/torture/sqlock_torture_check
 CLI=$BUILD/sqlock
@@ -72,6 +85,9 @@ WORK=$(mktemp -d /tmp/tort-XXXX)   # short: server unix sockets live below it
 chmod 755 "$WORK"
 DB=$WORK/db
 DB_STARTED=0
+# --failover: the replicated cluster of the current run (tools/cluster/pg_replica.sh).
+REPLICA=$ROOT/tools/cluster/pg_replica.sh
+CLUSTER='' CLUSTER_STARTED=0 FAILOVER_FAILED=0 RUN_LABEL=
 RANDOM=$SEED
 
 # ------------------------------------------------------------------------ helpers
@@ -87,6 +103,7 @@ cleanup() {
   for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill -KILL "$p" 2>/dev/null || true; done
   remove_rules
   if ((DB_STARTED)); then "$TESTDB" stop "$DB" >/dev/null 2>&1 || true; fi
+  if ((CLUSTER_STARTED)); then "$REPLICA" stop "$CLUSTER" >/dev/null 2>&1 || true; fi
   if ((KEEP)); then echo "torture: kept $WORK" >&2; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
@@ -114,7 +131,9 @@ ensure_servers() {
 url_for() {
   case $1 in
     sqlite) echo "sqlite://$RUN/locks.db" ;;
-    postgresql) echo "$SQLOCK_TEST_POSTGRES_URL" ;;
+    # A cluster: both hosts, sqlock follows the one that accepts writes.
+    postgresql) if [[ -n $CLUSTER ]]; then echo "$SQLOCK_CLUSTER_PG_MULTI_URL"
+                else echo "$SQLOCK_TEST_POSTGRES_URL"; fi ;;
     mysql) echo "$SQLOCK_TEST_MYSQL_URL" ;;
     *) die "unknown backend $1" ;;
   esac
@@ -214,9 +233,11 @@ server_pids() {
 # (stops are noted by monitor()). New kinds: add a function and list it in applicable().
 applicable() {  # applicable KIND: is it meaningful for this backend?
   case $1 in
-    kill|stop|crash) return 0 ;;
+    kill|stop) return 0 ;;
+    crash) [[ -z $CLUSTER ]] ;;
     # SQLite has no server: its clock is each worker's own, and there is no network.
-    session-kill|pause|clock|partition) [[ $BACKEND != sqlite ]] ;;
+    session-kill|pause|clock|partition) [[ $BACKEND != sqlite && -z $CLUSTER ]] ;;
+    failover) [[ -n $CLUSTER ]] ;;
     *) die "unknown nemesis $1" ;;
   esac
 }
@@ -291,6 +312,30 @@ nemesis_crash() {
     "$TESTDB" restart "$DB" "$(server_of "$BACKEND")" >>"$RUN/harness.err" 2>&1
   fi
   note fault_end crash "$BACKEND"
+}
+
+# failover (--failover): crash the cluster's primary (pg_ctl stop -m immediate) and promote
+# its synchronous standby (pg_replica.sh failover, ~0.35 s); the workers follow through the
+# multi-host URL. Injected while someone holds when anyone does within 2 s (the case that
+# matters: a session lock must die, a lease must survive). A failover that fails fails the run.
+nemesis_failover() {
+  local give_up=$(($(now_ms) + 2000))
+  while [[ -z $(holder_line) ]] && (($(now_ms) < give_up)); do sleep 0.01; done
+  local old=node$SQLOCK_CLUSTER_PG_PRIMARY_NODE pid=$SQLOCK_CLUSTER_PG_PRIMARY_PID fo st
+  note fault failover "$old"
+  "$REPLICA" failover "$CLUSTER" >>"$RUN/failover.log" 2>&1 &
+  fo=$!
+  # The postmaster exits after its backends: once it is gone (or a zombie) every lock session
+  # of the old primary is closed. Noted as "crashed" (resume times count from there).
+  while st=$(proc_state "$pid"); [[ -n $st && $st != Z ]] && [[ -n $(proc_state "$fo") ]]; do
+    sleep 0.005
+  done
+  st=$(proc_state "$pid")
+  [[ -z $st || $st == Z ]] && note crashed "$old"
+  wait "$fo" || FAILOVER_FAILED=1
+  # shellcheck disable=SC1091
+  source "$CLUSTER/env.sh"
+  note fault_end failover "$old"   # the new primary accepts writes
 }
 
 PAUSE_UNTIL=0 PAUSED_PIDS=
@@ -434,7 +479,7 @@ run_one() {
   RUN_NO=$((RUN_NO + 1))
   RUN=$WORK/r$RUN_NO-$BACKEND-$STRATEGY
   mkdir -p "$RUN"
-  [[ $BACKEND == sqlite ]] || ensure_servers
+  [[ $BACKEND == sqlite || -n $CLUSTER ]] || ensure_servers
   URL=$(url_for "$BACKEND")
   NAME="torture-$RUN_NO-$SEED"
   HOLD_MIN=${HOLD%-*} HOLD_MAX=${HOLD#*-}
@@ -530,10 +575,26 @@ run_one() {
   ((PART_UIDS)) && remove_rules
   [[ $BACKEND != sqlite && -n ${TESTDB_FAKETIME_FILE:-} ]] && set_clock 0
 
-  local mode=fault fields rc=0 verdict secs
+  local mode=fault fields rc=0 verdict secs check_opts=()
   ((had_faults)) || [[ $CONTROL == ignore-tokens ]] || mode=none
-  fields=$("$CHECK" "$RUN" "$TTL" "$max_hold" "$BOUND" "$mode") || rc=$?
+  if [[ -n $CLUSTER ]]; then
+    # The bound on kill -> next grant: a lease held at the crash (its release may be lost with
+    # the old primary: the waiters then wait out its TTL) plus the longest hold, plus 1 s for
+    # the promotion and reconnecting.
+    check_opts+=(--resume-bound "${RESUME_BOUND:-$((TTL + max_hold + 1000))}")
+    [[ $STRATEGY == select_for_update ]] && check_opts+=(--lock-dies-with-server)
+  fi
+  fields=$("$CHECK" "$RUN" "$TTL" "$max_hold" "$BOUND" "$mode" "${check_opts[@]}") || rc=$?
   ((rc <= 1)) || { fields="checker-error"; rc=1; }
+  if [[ -n $CLUSTER ]]; then
+    # No failover, or one that failed, is a failed run: never a pass without the fault.
+    local promote=-
+    [[ -f $RUN/failover.log ]] &&
+      promote=$(sed -n 's/.*crash to writable primary \([0-9]*\) ms.*/\1/p' "$RUN/failover.log" | paste -sd, -)
+    ((FAILOVER_FAILED)) && { fields+=" failover=FAILED"; rc=1; }
+    [[ ${used[failover]:-0} -ge 1 ]] || { fields+=" failover=NOT-INJECTED"; rc=1; }
+    fields+=" promote_ms=${promote:--}"
+  fi
   secs=$(( ($(now_ms) - start) / 1000 ))
   if [[ $CONTROL != none ]]; then
     # A control must be caught by the rule it exercises.
@@ -543,7 +604,7 @@ run_one() {
   else
     ((rc)) && verdict=FAIL || verdict=PASS
   fi
-  local line="torture backend=$BACKEND strategy=$STRATEGY nemesis=$nemeses control=$CONTROL processes=$procs seconds=$secs ttl_ms=$TTL hold=$HOLD seed=$SEED $fields verdict=$verdict report=$RUN/report.txt"
+  local line="torture ${RUN_LABEL}backend=$BACKEND$([[ -n $CLUSTER ]] && echo -failover) strategy=$STRATEGY nemesis=$nemeses control=$CONTROL processes=$procs seconds=$secs ttl_ms=$TTL hold=$HOLD seed=$SEED $fields verdict=$verdict report=$RUN/report.txt"
   echo "$line"
   RESULTS+=("$line")
   ((rc == 0)) || KEEP=1
@@ -613,6 +674,55 @@ case $MODE in
     TTL=$saved_ttl HOLD=$saved_hold
     run_controls || status=1
     echo "torture smoke: $((SECONDS - t0)) s, status $status" ;;
+  failover)
+    # Each run: a fresh primary + sync standby; per strategy one torture run with one failover,
+    # then the old primary rejoins as the sync standby for the next strategy.
+    t0=$SECONDS
+    ((STRATEGIES_SET)) || STRATEGIES=unique_key,select_for_update,optimistic_version
+    ((DURATION_SET)) || DURATION=5
+    ((TTL_SET)) || TTL=1000
+    ((HOLD_SET)) || HOLD=1-50
+    INTERVAL=2000  # the failover comes 1-3 s into the run (plus up to 2 s waiting for a holder)
+    IFS=, read -ra ss <<<"$STRATEGIES"
+    for ((r = 1; r <= RUNS; r++)); do
+      CLUSTER=$WORK/cluster$r
+      # A cluster that cannot start fails the run (never a skip).
+      if ! "$REPLICA" start "$CLUSTER" >"$WORK/cluster$r-start.log" 2>&1; then
+        echo "torture run=$r/$RUNS backend=postgresql-failover verdict=FAIL cluster did not start: $(tail -n 3 "$WORK/cluster$r-start.log" | tr '\n' ' ')"
+        CLUSTER_STARTED=1; "$REPLICA" stop "$CLUSTER" >/dev/null 2>&1 || true; CLUSTER_STARTED=0
+        status=1 KEEP=1; continue
+      fi
+      CLUSTER_STARTED=1
+      # shellcheck disable=SC1091
+      source "$CLUSTER/env.sh"
+      first=1
+      for s in "${ss[@]}"; do
+        if ((!first)) && ! "$REPLICA" rejoin "$CLUSTER" >>"$WORK/cluster$r-rejoin.log" 2>&1; then
+          echo "torture run=$r/$RUNS backend=postgresql-failover strategy=$s verdict=FAIL the old primary did not rejoin as a sync standby (log: $WORK/cluster$r-rejoin.log)"
+          status=1 KEEP=1; break
+        fi
+        first=0
+        # shellcheck disable=SC1091
+        source "$CLUSTER/env.sh"
+        FAILOVER_FAILED=0 RUN_LABEL="run=$r/$RUNS "
+        run_one postgresql "$s" failover:1 "$DURATION" "${PROCESSES:-4}" || status=1
+      done
+      "$REPLICA" stop "$CLUSTER" >/dev/null 2>&1 || true
+      CLUSTER_STARTED=0
+    done
+    # Resume times (kill -> next grant) over all runs, per strategy.
+    for s in "${ss[@]}"; do
+      vals=$(for line in "${RESULTS[@]}"; do
+               [[ $(field strategy "$line") == "$s" ]] && field resume_ms "$line" | tr ',' '\n'
+             done | grep -E '^[0-9]+$' | sort -n || true)
+      n=$(grep -c . <<<"$vals" || true)
+      if ((n)); then
+        echo "torture failover strategy=$s failovers=$n resume_ms_median=$(sed -n "$(((n + 1) / 2))p" <<<"$vals") resume_ms_max=$(tail -n1 <<<"$vals")"
+      else
+        echo "torture failover strategy=$s failovers=0"
+      fi
+    done
+    echo "torture failover: $RUNS runs, $((SECONDS - t0)) s, status $status" ;;
   long)
     # One backend at a time with --backend; several run.sh --long processes may run in
     # parallel (each has its own servers, ports, run directories and iptables rules).
