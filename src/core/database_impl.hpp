@@ -140,9 +140,14 @@ public:
     /// Everything migrate() applies from scratch, as one script.
     std::string migration_script() const;
 
+    /// Returns a checked-out session to the pool; one that is no longer usable is closed, and
+    /// with it every idle server session (see session_broke()).
     void give_back(std::unique_ptr<session> s) noexcept;
     /// A checked-out session was closed instead of given back.
     void forget_session() noexcept;
+    /// A session broke: closes the idle pooled and lock sessions too (servers only), since
+    /// they were opened to the same server; the next ones are opened afresh.
+    void session_broke() noexcept;
 
     /// A session kept for one lock on `lock_name` (a select_for_update hold, a unique_key
     /// queue seat), taken out of the pool's accounting for as long as it is kept: N kept
@@ -273,6 +278,8 @@ private:
 
     std::mutex m_pool_mutex;
     std::condition_variable m_pool_cv;
+    /// Moves out every idle server session (m_pool_mutex held); the caller closes them.
+    std::vector<std::unique_ptr<session>> take_idle_sessions_locked() noexcept;
     std::vector<std::unique_ptr<session>> m_idle;
     std::size_t m_open = 0;                               ///< sessions alive: idle + checked out
     std::vector<std::unique_ptr<session>> m_idle_holders; ///< lock sessions not holding now

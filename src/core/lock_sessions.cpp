@@ -86,8 +86,11 @@ void database_impl::unpin(std::string_view lock_name, std::unique_ptr<session> s
         return;
     s->rollback(); // no-op unless a transaction is still open
     s->unlisten(); // no-op unless it waited for releases
-    if (!s->usable())
-        return; // closes it
+    if (!s->usable()) {
+        s.reset();
+        session_broke();
+        return;
+    }
     if (pools_lock_sessions()) {
         std::lock_guard lock(m_pool_mutex);
         if (m_open < m_options.pool_size) {

@@ -59,14 +59,47 @@ void database_impl::forget_session() noexcept {
 
 void database_impl::give_back(std::unique_ptr<session> s) noexcept {
     s->unlisten(); // a waiter's session: a pooled one must not collect every release
-    std::lock_guard lock(m_pool_mutex);
-    if (s->usable()) {
-        m_idle.push_back(std::move(s));
-    } else {
-        --m_open;
-        s.reset();
+    std::vector<std::unique_ptr<session>> dropped; // closed outside the lock
+    {
+        std::lock_guard lock(m_pool_mutex);
+        if (s->usable()) {
+            m_idle.push_back(std::move(s));
+        } else {
+            --m_open;
+            dropped = take_idle_sessions_locked();
+        }
+        m_pool_cv.notify_all();
     }
-    m_pool_cv.notify_one();
+}
+
+void database_impl::session_broke() noexcept {
+    std::vector<std::unique_ptr<session>> dropped; // closed outside the lock
+    std::lock_guard lock(m_pool_mutex);
+    dropped = take_idle_sessions_locked();
+    m_pool_cv.notify_all();
+}
+
+std::vector<std::unique_ptr<session>> database_impl::take_idle_sessions_locked() noexcept {
+    // A session that broke (its server crashed, restarted or failed over, or a network path
+    // died) says the idle ones, opened to the same server, are most likely broken too: each
+    // would cost its next user a failed statement (a release, say, that then leaves its lease
+    // to expire). New sessions go wherever the URL leads now (the new primary of a host list).
+    std::vector<std::unique_ptr<session>> dropped;
+    if (m_config.kind == backend_kind::sqlite)
+        return dropped; // files do not fail over
+    try {
+        dropped.reserve(m_idle.size() + m_idle_holders.size());
+    } catch (...) {
+        return dropped; // out of memory: keep them, each is checked when used
+    }
+    m_open -= m_idle.size();
+    for (auto& idle : m_idle)
+        dropped.push_back(std::move(idle));
+    m_idle.clear();
+    for (auto& idle : m_idle_holders)
+        dropped.push_back(std::move(idle));
+    m_idle_holders.clear();
+    return dropped;
 }
 
 std::optional<pooled_session> database_impl::try_checkout_idle() noexcept {

@@ -115,19 +115,41 @@ public:
     }
 
     void release(database_impl& db, const lock_request& req, const grant& held) override {
-        // Both statements always change the row they match (owner, hold_count), so their
-        // affected-row counts are exact on every backend.
-        const auto affected =
-            held.hold_count > 1
-                ? db.run_async_release(statement::release_decrement,
-                                       {req.name, req.owner, held.token, held.hold_count})
-                      .affected_rows
-                : db.run_async_release(statement::ov_release, {req.name, req.owner, held.token})
-                      .affected_rows;
-        if (affected == 0)
-            throw_lost(db, req,
-                       "its version " + std::to_string(held.token) +
-                           " was replaced (the lease expired and was taken over)");
+        const bool last = held.hold_count <= 1;
+        for (int tries = 1;; ++tries) {
+            std::uint64_t affected = 0;
+            try {
+                // Both statements always change the row they match (owner, hold_count), so
+                // their affected-row counts are exact on every backend.
+                affected =
+                    last ? db.run_async_release(statement::ov_release,
+                                                {req.name, req.owner, held.token})
+                               .affected_rows
+                         : db.run_async_release(statement::release_decrement,
+                                                {req.name, req.owner, held.token, held.hold_count})
+                               .affected_rows;
+            } catch (const error& e) {
+                if (e.code() != errc::connection)
+                    throw;
+                // The reply was lost (or the statement never reached the server: a pooled
+                // session that died with its server). Read the row on a fresh session.
+                const auto row = read_row(db, req.name);
+                const bool still_ours =
+                    row && row->held && row->owner == req.owner && row->token == held.token;
+                if (last && !still_ours)
+                    return; // released (or the lease moved on: nothing of ours is left)
+                if (!last && still_ours && row->hold_count == held.hold_count - 1)
+                    return;
+                if (still_ours && tries < 2)
+                    continue; // it did not happen: once more, now that the row was reached
+                throw;
+            }
+            if (affected == 0)
+                throw_lost(db, req,
+                           "its version " + std::to_string(held.token) +
+                               " was replaced (the lease expired and was taken over)");
+            return;
+        }
     }
 
 private:

@@ -223,6 +223,7 @@ public:
         // passes the queue on; if that session turns out dead, through the pool like any other.
         bool via_seat = last && held.seat && held.seat->where == queue_seat::place::inside &&
                         held.seat->usable();
+        bool retried = false;
         for (;;) {
             std::uint64_t affected = 0;
             try {
@@ -249,6 +250,12 @@ public:
                     return;
                 if (via_seat && still_ours) {
                     via_seat = false; // the seat's session died (and its queue lock with it)
+                    continue;
+                }
+                if (still_ours && !retried) {
+                    // It did not happen (a pooled session that died with its server, say):
+                    // once more, now that a fresh session reached the row.
+                    retried = true;
                     continue;
                 }
                 throw;

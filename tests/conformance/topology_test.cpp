@@ -75,6 +75,44 @@ TEST_SUITE("topology_server") {
     }
 }
 
+TEST_SUITE("topology_server") {
+
+    TEST_CASE("sqlock run --wait rides out a host list with no host up, not a single dead host") {
+        using clock_type = std::chrono::steady_clock;
+        const auto parts = split_url(test::backend().url);
+        const auto run_cli = [&](const std::string& hosts, const std::string& wait,
+                                 const std::string& err) {
+            const auto name = test::unique_name("cli-hosts");
+            return test::spawn({SQLOCK_CLI_PATH, "run", name, "--wait", wait, "--", "/bin/true"},
+                               {"SQLOCK_URL=" + parts.head + hosts + parts.tail}, {}, err);
+        };
+        const auto dead = [] {
+            return "127.0.0.1:" + std::to_string(test::dead_port());
+        };
+        const auto scratch = test::backend().scratch_dir;
+
+        // Several hosts, none accepting connections (a failover in progress looks so):
+        // waited out until --wait's end, then "not granted" (75), saying why.
+        auto started = clock_type::now();
+        pid_t p = run_cli(dead() + "," + dead(), "1500ms", scratch + "/hosts-down.err");
+        CHECK(test::wait_exit(p) == 75);
+        CHECK(clock_type::now() - started >= std::chrono::milliseconds(1400));
+        const auto text = test::read_file(scratch + "/hosts-down.err");
+        CAPTURE(text);
+        CHECK(text.find("no host of the URL accepted writes") != std::string::npos);
+
+        // One host that refuses: a wrong URL, reported at once (69).
+        started = clock_type::now();
+        p = run_cli(dead(), "10s", scratch + "/host-down.err");
+        CHECK(test::wait_exit(p) == 69);
+        CHECK(clock_type::now() - started < std::chrono::seconds(3));
+
+        // And a host list whose live host answers is granted at once.
+        p = run_cli(dead() + "," + parts.hostport, "10s", scratch + "/host-up.err");
+        CHECK(test::wait_exit(p) == 0);
+    }
+}
+
 TEST_SUITE("topology_postgresql") {
 
     TEST_CASE("a read-only server is refused with errc::topology saying what to do") {

@@ -90,7 +90,8 @@ $SQLOCK_NAME), releases the lock when CMD exits, and exits with CMD's status.
                  When the lock is not granted in time, CMD does not run and sqlock exits 75.
                  A database server refusing connections because it is at its connection
                  limit is waited out within D too (exit 75 if it still refuses at the end);
-                 a wrong password, unknown database or unreachable server fail at once (69)
+                 a wrong password, unknown database or unreachable server fail at once (69),
+                 but with several hosts in the URL a failover in progress is waited out
   --grace D      when the lock is lost while CMD runs (renewal refused, or the database
                  unreachable until the lease ran out), CMD gets SIGTERM, then SIGKILL after D
                  (default 10s), and sqlock exits 76
@@ -279,14 +280,34 @@ steady::time_point deadline_of(std::optional<std::chrono::milliseconds> wait) {
     return steady::now() + *wait;
 }
 
+/// `run --wait`: the deadline passed while the database could not be reached in a way worth
+/// waiting out (see open_waiting): like a lock held for all of --wait, exit 75.
+class not_granted_in_time : public sqlock::error {
+public:
+    using sqlock::error::error;
+};
+
+/// The URL names several hosts (host1:port,host2:port): a replicated setup that can fail over.
+bool lists_several_hosts(const std::string& url) {
+    const auto start = url.find("://");
+    if (start == std::string::npos)
+        return false;
+    const auto end = url.find_first_of("/?", start + 3);
+    const auto authority = url.substr(start + 3, end == std::string::npos ? end : end - start - 3);
+    const auto at = authority.rfind('@');
+    return authority.find(',', at == std::string::npos ? 0 : at + 1) != std::string::npos;
+}
+
 /// open(o) for a command that waits (`run`): a database server without a free connection
 /// slot (sqlock::is_server_full), or one that took a new connection and never answered it
 /// (sqlock::is_connect_unanswered: swamped by a fleet starting at once), is
 /// waited out until `deadline`, with the library's backoff for a full server (a random pause
 /// in [d/2, 3d/2), d from 50 ms doubling to 2 s), instead of failing at once; at the deadline,
-/// errc::timeout that says so (exit 75). With no time to wait (time_point::min()) and for
-/// every other failure (wrong password, unknown database, connection refused, unknown host)
-/// the error is reported at once.
+/// errc::timeout that says so (exit 75). So is a failover in progress when the URL lists
+/// several hosts: hosts refusing or dropping connections (retryable errc::connection) and
+/// only standbys answering (errc::topology), until a standby is promoted. With no time to
+/// wait (time_point::min()) and for every other failure (wrong password, unknown database,
+/// connection refused by a single-host URL, unknown host) the error is reported at once.
 sqlock::database open_waiting(const options& o, steady::time_point deadline,
                               const std::string& lock_name) {
     std::optional<steady::time_point> refused_since;
@@ -297,7 +318,10 @@ sqlock::database open_waiting(const options& o, steady::time_point deadline,
             return open(o);
         } catch (const sqlock::error& e) {
             const bool full = sqlock::is_server_full(e);
-            if ((!full && !sqlock::is_connect_unanswered(e)) ||
+            const bool failing_over = lists_several_hosts(o.url) &&
+                                      ((e.code() == sqlock::errc::connection && e.retryable()) ||
+                                       e.code() == sqlock::errc::topology);
+            if ((!full && !failing_over && !sqlock::is_connect_unanswered(e)) ||
                 deadline == steady::time_point::min())
                 throw;
             const auto now = steady::now();
@@ -309,11 +333,13 @@ sqlock::database open_waiting(const options& o, steady::time_point deadline,
                 char seconds[32];
                 std::snprintf(seconds, sizeof seconds, "%.1f s",
                               static_cast<double>(ms.count()) / 1000);
-                throw sqlock::error(
+                throw not_granted_in_time(
                     sqlock::errc::timeout,
-                    "lock \"" + lock_name + "\" not granted within --wait: the database server " +
-                        (full ? "refused new connections"
-                              : "did not answer new connections in time") +
+                    "lock \"" + lock_name + "\" not granted within --wait: " +
+                        (full ? "the database server refused new connections"
+                         : failing_over
+                             ? "no host of the URL accepted writes (a failover?)"
+                             : "the database server did not answer new connections in time") +
                         " for " + seconds + " until the deadline (" + e.what() + ")",
                     e.backend(), e.native_code(), e.sqlstate());
             }
@@ -1336,11 +1362,10 @@ int cmd_check(const options& o) {
 }
 
 int exit_code_for(const sqlock::error& e) {
-    // `run --wait`: the server refused connections (no free slot), or did not answer them in
-    // time, until the deadline; like a lock held for all of --wait, the command did not run
-    // and may be tried again later.
-    if (e.code() == sqlock::errc::timeout &&
-        (sqlock::is_server_full(e) || sqlock::is_connect_unanswered(e)))
+    // `run --wait`: the server refused connections (no free slot), did not answer them in
+    // time, or (several hosts) none accepted writes, until the deadline; like a lock held for
+    // all of --wait, the command did not run and may be tried again later.
+    if (dynamic_cast<const not_granted_in_time*>(&e) != nullptr)
         return exit_timeout;
     switch (e.code()) {
     case sqlock::errc::invalid_argument:
