@@ -133,7 +133,8 @@ public:
                     throw;
                 // The reply was lost (or the statement never reached the server: a pooled
                 // session that died with its server). Read the row on a fresh session.
-                const auto row = read_row(db, req.name);
+                const auto row =
+                    read_back_release(db, held, [&] { return read_row(db, req.name); });
                 const bool still_ours =
                     row && row->held && row->owner == req.owner && row->token == held.token;
                 if (last && !still_ours)

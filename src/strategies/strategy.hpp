@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <thread>
 
 namespace sqlock::detail {
 
@@ -93,6 +94,28 @@ void note_sighting(attempt_state& state, std::int64_t token, std::int64_t lease_
 /// is still unchanged (drop_stale_lease) and forgets the sighting. Returns true when a lease
 /// was dropped (the caller should try again at once). Throws sqlock::error.
 bool drop_if_stale(database_impl& db, const lock_request& req, attempt_state& state);
+
+/// Reads back (`read`) what happened to a release whose reply was lost. While the database
+/// cannot be reached (a failover in progress, say) it asks again, with a growing pause, until
+/// the grant's local end or connect_timeout from now, whichever comes first: past the former
+/// the lease ends by itself anyway. Then rethrows the connection error.
+template <typename Read>
+auto read_back_release(database_impl& db, const grant& held, Read&& read) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto limit = std::min(held.valid_until, now + db.options().connect_timeout);
+    auto pause = std::chrono::milliseconds(25);
+    for (;;) {
+        try {
+            return read();
+        } catch (const error& e) {
+            const auto at = std::chrono::steady_clock::now();
+            if (e.code() != errc::connection || !e.retryable() || at + pause >= limit)
+                throw;
+        }
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(400));
+    }
+}
 
 /// Runs one acquire attempt. A conflict (MariaDB 1213: an InnoDB deadlock or, on Galera, a
 /// write set that failed certification at commit; PostgreSQL 40001/40P01) means a concurrent

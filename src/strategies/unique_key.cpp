@@ -242,7 +242,7 @@ public:
             } catch (const error& e) {
                 if (e.code() != errc::connection)
                     throw;
-                const auto row = inspect(db, req.name);
+                const auto row = read_back_release(db, held, [&] { return inspect(db, req.name); });
                 const bool still_ours = row && row->owner == req.owner && row->token == held.token;
                 if (last && !still_ours)
                     return; // our DELETE went through (or the lease moved on)
