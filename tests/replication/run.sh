@@ -3,7 +3,8 @@
 # Debian packages by tools/cluster/*.sh and stopped afterwards:
 #   1. PostgreSQL primary + synchronous hot standby (pg_replica.sh): the replication_postgresql
 #      suite (standby refused, standby-first host list, async warning / strict refusal), then
-#      replication_postgresql_failover (the primary crashes under held locks);
+#      replication_postgresql_failover (the primary crashes under held locks); then, on a fresh
+#      pair, pg_failover_cli_check.sh (40 `sqlock run --wait` started across a failover);
 #   2. PostgreSQL behind PgBouncer in transaction mode (pgbouncer.sh): the replication_pgbouncer
 #      suite, then pgbouncer_sqlock_check.sh (every strategy through the CLI, overlap detector);
 #   3. a 3-node MariaDB Galera cluster (galera.sh): the replication_galera suite (cluster seen,
@@ -14,7 +15,7 @@
 #   tests/replication/run.sh SOURCE_DIR BUILD_DIR
 set -uo pipefail
 
-[[ $# -eq 2 ]] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[[ $# -eq 2 ]] || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 src=$(cd "$1" && pwd) build=$(cd "$2" && pwd)
 conformance=$build/tests/sqlock_conformance_tests
 [[ -x $conformance && -x $build/sqlock ]] || { echo "replication: build $build first" >&2; exit 1; }
@@ -45,6 +46,9 @@ step "PostgreSQL primary + synchronous standby, failover" \
         export SQLOCK_TEST_POSTGRES_URL=$SQLOCK_CLUSTER_PG_PRIMARY_URL
         "$CONFORMANCE" --test-suite=replication_postgresql &&
         "$CONFORMANCE" --test-suite=replication_postgresql_failover'
+
+step "sqlock run --wait across a PostgreSQL failover" \
+    env SQLOCK="$build/sqlock" "$cluster/pg_failover_cli_check.sh" "$work/pg-cli"
 
 step "PgBouncer in transaction mode" \
     "$cluster/pgbouncer.sh" run "$work/bouncer" -- env SQLOCK_TEST_BACKEND=postgresql CONFORMANCE="$conformance" \
