@@ -140,7 +140,9 @@ public:
     }
     /// Releases one hold. Never throws: when the release cannot be confirmed (the lock was
     /// lost, or the database is unreachable) the outcome is recorded in last_error() and the
-    /// lease simply expires at its TTL.
+    /// lease simply expires at its TTL. When the release's reply is lost (a failover, say), a
+    /// lease is read back until the database answers again, for up to connect_timeout (never
+    /// past the grant's local end), so unlock() may block that long during an outage.
     void unlock() noexcept;
 
     /// True while the calling thread holds this mutex and the grant is certainly still valid:
