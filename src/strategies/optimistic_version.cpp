@@ -137,11 +137,10 @@ public:
                     read_back_release(db, held, [&] { return read_row(db, req.name); });
                 const bool still_ours =
                     row && row->held && row->owner == req.owner && row->token == held.token;
-                if (last && !still_ours)
-                    return; // released (or the lease moved on: nothing of ours is left)
-                if (!last && still_ours && row->hold_count == held.hold_count - 1)
+                const auto outcome = judge_release(held, still_ours, row ? row->hold_count : 0);
+                if (outcome == release_doubt::released)
                     return;
-                if (still_ours && tries < 2)
+                if (outcome == release_doubt::not_sent && tries < 2)
                     continue; // it did not happen: once more, now that the row was reached
                 throw;
             }

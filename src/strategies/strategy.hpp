@@ -117,6 +117,24 @@ auto read_back_release(database_impl& db, const grant& held, Read&& read) {
     }
 }
 
+/// What a lease release whose reply was lost did, judged from the row read back afterwards.
+enum class release_doubt {
+    released, ///< it happened (or the lease moved on: nothing of this grant is left)
+    not_sent, ///< the row is unchanged: it did not happen, and may be sent again
+    unknown,  ///< neither (a re-entrant hold whose lease was taken over meanwhile)
+};
+
+/// `still_ours`: the row still carries this grant (owner and token); `hold_count`: the row's
+/// hold count then.
+inline release_doubt judge_release(const grant& held, bool still_ours, std::int64_t hold_count) {
+    const bool last = held.hold_count <= 1;
+    if (last && !still_ours)
+        return release_doubt::released;
+    if (!last && still_ours && hold_count == held.hold_count - 1)
+        return release_doubt::released;
+    return still_ours ? release_doubt::not_sent : release_doubt::unknown;
+}
+
 /// Runs one acquire attempt. A conflict (MariaDB 1213: an InnoDB deadlock or, on Galera, a
 /// write set that failed certification at commit; PostgreSQL 40001/40P01) means a concurrent
 /// write to the lock row won and the attempt's statement was rolled back: not granted, the

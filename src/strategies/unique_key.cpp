@@ -244,17 +244,16 @@ public:
                     throw;
                 const auto row = read_back_release(db, held, [&] { return inspect(db, req.name); });
                 const bool still_ours = row && row->owner == req.owner && row->token == held.token;
-                if (last && !still_ours)
-                    return; // our DELETE went through (or the lease moved on)
-                if (!last && still_ours && row->hold_count == held.hold_count - 1)
+                const auto outcome = judge_release(held, still_ours, row ? row->hold_count : 0);
+                if (outcome == release_doubt::released)
                     return;
-                if (via_seat && still_ours) {
+                if (outcome == release_doubt::not_sent && via_seat) {
                     via_seat = false; // the seat's session died (and its queue lock with it)
                     continue;
                 }
-                if (still_ours && !retried) {
-                    // It did not happen (a pooled session that died with its server, say):
-                    // once more, now that a fresh session reached the row.
+                if (outcome == release_doubt::not_sent && !retried) {
+                    // A pooled session that died with its server, say: once more, now that a
+                    // fresh session reached the row.
                     retried = true;
                     continue;
                 }
