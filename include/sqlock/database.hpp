@@ -2,6 +2,7 @@
 /// database.hpp: a connection pool to one lock database.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -116,6 +117,17 @@ struct lock_info {
     /// Held right now: a live lease, or a select_for_update row locked by a session.
     bool held() const noexcept {
         return strategy == "select_for_update" ? !owner.empty() : !owner.empty() && !expired();
+    }
+    /// The name an application gave: `name` for a mutex; for the locks a semaphore is made of
+    /// (named "NAME<0x1f>permit K" and "NAME<0x1f>queue") the semaphore's NAME.
+    std::string_view primitive_name() const noexcept {
+        return std::string_view(name).substr(0, std::min(name.find('\x1f'), name.size()));
+    }
+    /// "" for a mutex; "permit K" or "queue" for a semaphore's locks.
+    std::string_view role() const noexcept {
+        const auto split = name.find('\x1f');
+        return split == std::string::npos ? std::string_view{}
+                                          : std::string_view(name).substr(split + 1);
     }
 };
 

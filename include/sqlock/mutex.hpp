@@ -16,7 +16,12 @@ namespace sqlock {
 
 namespace detail {
 class mutex_impl;
-}
+/// Selects the constructor for sqlock's own locks (semaphore permits, wait queues), whose
+/// names have the reserved form "NAME<0x1f>ROLE". Not for applications.
+struct reserved_name_t {
+    explicit reserved_name_t() = default;
+};
+} // namespace detail
 
 /// How a lock is represented in the database (see README "Strategies").
 enum class strategy {
@@ -106,6 +111,9 @@ public:
     /// Validates name and options (errc::invalid_argument) and the strategy against the
     /// backend (errc::unsupported). Does not contact the database.
     mutex(database db, std::string name, mutex_options options = {});
+    /// sqlock's own locks: `name` is "NAME<0x1f>ROLE" with NAME valid as above and ROLE
+    /// printable; the whole at most max_name_length bytes.
+    mutex(detail::reserved_name_t, database db, std::string name, mutex_options options);
     ~mutex();
     mutex(const mutex&) = delete;
     mutex& operator=(const mutex&) = delete;

@@ -109,8 +109,10 @@ public:
     /// `s` (which listens, see session::listen) or a local wake-up (its generation differs
     /// from `seen`). Without `s`, only local wake-ups end the wait early. Throws nothing: a
     /// broken session ends the wait (the caller's next attempt sees the error).
+    /// With `any_starting_with`, a notification for any name that starts with `name` counts
+    /// (a semaphore's head waits for any of its permits).
     void await_release(session* s, const std::string& name, std::uint64_t seen,
-                       std::chrono::steady_clock::time_point until);
+                       std::chrono::steady_clock::time_point until, bool any_starting_with = false);
     /// Subscribes `s` to release notifications (PostgreSQL; false elsewhere or on failure).
     bool listen_for_releases(session& s) noexcept;
 

@@ -2,6 +2,7 @@
 
 #include "core/hold.hpp"
 #include "core/owner.hpp"
+#include "core/waiting.hpp"
 #include "strategies/strategy.hpp"
 
 #include <atomic>
@@ -89,6 +90,24 @@ void validate_name(std::string_view name) {
         throw error(errc::invalid_argument, "lock name must not contain NUL bytes");
     if (!valid_utf8(name))
         throw error(errc::invalid_argument, "lock name must be valid UTF-8");
+    // Control characters would reach terminals and logs through `sqlock status`, and the unit
+    // separator (0x1f) joins a semaphore's name to its permit (semaphore.cpp): reserved.
+    for (const char c : name)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            throw error(errc::invalid_argument,
+                        "lock name must not contain control characters (byte " +
+                            std::to_string(static_cast<unsigned char>(c)) + ")");
+}
+
+/// "NAME<0x1f>ROLE" (mutex::mutex(reserved_name_t, ...)).
+void validate_reserved_name(std::string_view name) {
+    const auto split = name.find('\x1f');
+    if (split == std::string_view::npos || name.size() > max_name_length)
+        throw error(errc::invalid_argument, "not a reserved lock name");
+    validate_name(name.substr(0, split));
+    for (const char c : name.substr(split + 1))
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            throw error(errc::invalid_argument, "not a reserved lock name");
 }
 
 void validate_options(const mutex_options& o) {
@@ -111,67 +130,6 @@ std::chrono::milliseconds wait_budget(std::chrono::steady_clock::time_point dead
     if (deadline <= now) // also try_lock()'s time_point::min(): never subtract from it
         return server_wait::none;
     return ceil<milliseconds>(deadline - now);
-}
-
-/// Jittered exponential backoff: a random sleep in [d, 2d), d doubling up to max.
-class backoff {
-public:
-    backoff(std::chrono::milliseconds min, std::chrono::milliseconds max)
-        : m_next(min), m_max(max) {}
-    std::chrono::microseconds next() {
-        thread_local std::mt19937_64 rng{std::random_device{}()};
-        const auto base = std::chrono::duration_cast<std::chrono::microseconds>(m_next);
-        std::uniform_int_distribution<std::int64_t> jitter(0, base.count());
-        m_next = std::min(m_next * 2, m_max);
-        return base + std::chrono::microseconds(jitter(rng));
-    }
-
-private:
-    std::chrono::milliseconds m_next;
-    std::chrono::milliseconds m_max;
-};
-
-/// Backoff while the server refuses connections for lack of slots (is_server_full): a random
-/// pause in [d/2, 3d/2), d from 50 ms doubling to 2 s. Slower than the lock's polling, so that
-/// a crowd of waiters does not hammer a full server with connection attempts, and jittered so
-/// that they do not come back in step when a slot frees up.
-class full_server_backoff {
-public:
-    std::chrono::microseconds next() {
-        thread_local std::mt19937_64 rng{std::random_device{}()};
-        const auto base = std::chrono::duration_cast<std::chrono::microseconds>(m_next);
-        std::uniform_int_distribution<std::int64_t> jitter(0, base.count());
-        m_next = std::min(m_next * 2, max);
-        return base / 2 + std::chrono::microseconds(jitter(rng));
-    }
-    void reset() noexcept { m_next = min; }
-
-    static constexpr std::chrono::milliseconds min{50};
-    static constexpr std::chrono::milliseconds max{2000};
-
-private:
-    std::chrono::milliseconds m_next = min;
-};
-
-/// "1.5 s", for messages.
-std::string seconds_text(std::chrono::steady_clock::duration d) {
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(ms) / 1000);
-    return text;
-}
-
-/// The deadline of a lock wait passed while the server refused connections for lack of slots:
-/// errc::timeout that says so (and keeps the refusal's backend, code and SQLSTATE, so that
-/// is_server_full() still recognises it). `last` carries the fix (raise the limit, a pooler).
-error server_full_timeout(const std::string& name, const error& last,
-                          std::chrono::steady_clock::duration refused_for) {
-    return error(errc::timeout,
-                 "lock \"" + name +
-                     "\" was not granted in time: the database server refused "
-                     "new connections for " +
-                     seconds_text(refused_for) + " until the deadline (" + last.what() + ")",
-                 last.backend(), last.native_code(), last.sqlstate());
 }
 
 /// A grant's local lease starts at the send time of the statement that confirmed it. When that
@@ -205,10 +163,13 @@ std::optional<grant> confirmed_after_wait(lock_strategy& strategy, database_impl
 
 class mutex_impl {
 public:
-    mutex_impl(database db, std::string name, mutex_options options)
+    mutex_impl(database db, std::string name, mutex_options options, bool reserved_name)
         : m_db(std::move(db)), m_name(std::move(name)), m_options(std::move(options)),
           m_handle(next_handle_number()) {
-        validate_name(m_name);
+        if (reserved_name)
+            validate_reserved_name(m_name);
+        else
+            validate_name(m_name);
         validate_options(m_options);
         m_strategy = make_strategy(m_options.strategy, m_db.backend());
     }
@@ -261,6 +222,9 @@ public:
         grant held;
     };
     std::optional<unreleased_lease> m_unreleased;
+    /// The last lease of someone else that an acquire saw (attempt_state::sighting), kept
+    /// between calls. Guarded by m_state_mutex.
+    std::optional<lease_sighting> m_sighting;
 
     /// Gives back a lease left over by a failed release, once (any outcome forgets it: at
     /// worst it expires at its TTL).
@@ -285,7 +249,11 @@ public:
 
 mutex::mutex(database db, std::string name, mutex_options options)
     : m_impl(std::make_unique<detail::mutex_impl>(std::move(db), std::move(name),
-                                                  std::move(options))) {}
+                                                  std::move(options), false)) {}
+
+mutex::mutex(detail::reserved_name_t, database db, std::string name, mutex_options options)
+    : m_impl(std::make_unique<detail::mutex_impl>(std::move(db), std::move(name),
+                                                  std::move(options), true)) {}
 
 mutex::~mutex() {
     m_impl->release_leftover(); // a lease an earlier failed release left behind
@@ -396,6 +364,20 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
     std::optional<detail::pooled_session> wait_session;
     detail::attempt_state attempts; // a place in a server-side queue: left when we return
     attempts.queue_first = impl.m_contended.load(std::memory_order_relaxed);
+    // The sighting of someone else's lease outlives this call, so that a caller polling with
+    // try_lock() (a semaphore trying its permits) also drops a lease nobody renewed for its TTL.
+    struct sighting_keeper {
+        detail::mutex_impl& impl;
+        detail::attempt_state& attempts;
+        ~sighting_keeper() {
+            std::lock_guard lock(impl.m_state_mutex);
+            impl.m_sighting = attempts.sighting;
+        }
+    } keep_sighting{impl, attempts};
+    {
+        std::lock_guard lock(impl.m_state_mutex);
+        attempts.sighting = impl.m_sighting;
+    }
     for (;;) {
         bool failed = false;
         db.count_acquire_attempt();

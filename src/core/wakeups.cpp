@@ -43,7 +43,8 @@ bool database_impl::listen_for_releases(session& s) noexcept {
 }
 
 void database_impl::await_release(session* s, const std::string& name, std::uint64_t seen,
-                                  std::chrono::steady_clock::time_point until) {
+                                  std::chrono::steady_clock::time_point until,
+                                  bool any_starting_with) {
     if (!s || !s->listening()) {
         m_wakeups.wait(name, seen, until);
         return;
@@ -58,7 +59,7 @@ void database_impl::await_release(session* s, const std::string& name, std::uint
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now);
         try {
             for (const auto& released : s->wait_notifications(std::min(left, slice)))
-                if (released == name)
+                if (released == name || (any_starting_with && released.starts_with(name)))
                     return;
         } catch (...) {
             return;

@@ -1,4 +1,5 @@
-// sqlock::mutex is a standard TimedLockable type, checked at compile time.
+// sqlock::mutex and sqlock::semaphore are standard TimedLockable types, checked at compile
+// time; the semaphore also has std::counting_semaphore's words.
 #include <chrono>
 #include <concepts>
 #include <doctest/doctest.h>
@@ -24,6 +25,24 @@ static_assert(timed_lockable<std::timed_mutex>); // the concept itself is right
 static_assert(noexcept(std::declval<sqlock::mutex&>().unlock()));
 static_assert(!std::copy_constructible<sqlock::mutex>);
 static_assert(std::derived_from<sqlock::error, std::exception>);
+
+static_assert(timed_lockable<sqlock::semaphore>);
+static_assert(noexcept(std::declval<sqlock::semaphore&>().unlock()));
+static_assert(noexcept(std::declval<sqlock::semaphore&>().release()));
+static_assert(!std::copy_constructible<sqlock::semaphore>);
+static_assert(requires(sqlock::semaphore s, std::chrono::milliseconds d,
+                       std::chrono::system_clock::time_point tp) {
+    {s.acquire()};
+    { s.try_acquire() } -> std::same_as<bool>;
+    { s.try_acquire_for(d) } -> std::same_as<bool>;
+    { s.try_acquire_until(tp) } -> std::same_as<bool>;
+    {s.release()};
+});
+// std::unique_lock and std::scoped_lock instantiate with it.
+static_assert(std::is_constructible_v<std::unique_lock<sqlock::semaphore>, sqlock::semaphore&,
+                                      std::chrono::milliseconds>);
+static_assert(std::is_constructible_v<std::scoped_lock<sqlock::semaphore, sqlock::mutex>,
+                                      sqlock::semaphore&, sqlock::mutex&>);
 
 } // namespace
 

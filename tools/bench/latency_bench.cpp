@@ -144,6 +144,16 @@ void add_sqlock_variants(variant_list& out, backend b, const std::string& url) {
                 throw std::runtime_error("sqlock unlock: " + e);
         });
     }
+    // Issue 14: a semaphore's uncontended acquire + release against the mutex's (≤ 1.2×).
+    auto sem = std::make_shared<sqlock::semaphore>(db, lock_name("sqlock", "semaphore"), 3);
+    add(out, b, "semaphore", "sqlock", "sqlock::semaphore (3 permits, unique_key)",
+        "acquire() + release()", [sem] {
+            sem->acquire();
+            require(sem->token() > 0, "sqlock: no fencing token");
+            sem->release();
+            if (const std::string e = sem->last_error(); !e.empty())
+                throw std::runtime_error("sqlock release: " + e);
+        });
 }
 
 // ------------------------------------------------------------------ PostgreSQL, bare libpq
@@ -666,6 +676,12 @@ std::vector<comparison> comparisons(const variant_list& vs) {
     alt(backend::mysql, "unique_key", "naive INSERT + DELETE", 0.7);
     alt(backend::sqlite, "unique_key", "naive INSERT + DELETE", 0.7);
     alt(backend::sqlite, "select_for_update", "flock(2)", std::nullopt);
+    for (const backend b : {backend::postgresql, backend::mysql, backend::sqlite}) {
+        const variant* sem = find(vs, b, "sqlock", "semaphore");
+        const variant* mutex = find(vs, b, "sqlock", "unique_key");
+        if (sem && mutex)
+            out.push_back(compare(*sem, *mutex, "alternative", 1.2));
+    }
     // The bare statements against the naive ones: what the SQL itself costs.
     for (const backend b : {backend::postgresql, backend::mysql, backend::sqlite}) {
         const variant* bare = find(vs, b, "bare", "unique_key");

@@ -76,13 +76,16 @@ each migration as applied or pending.
 )";
 
 constexpr const char* run_help =
-    R"(usage: sqlock [--url URL] run NAME [--strategy S] [--ttl D] [--wait D] [--grace D] [--no-renew] -- CMD [ARGS...]
+    R"(usage: sqlock [--url URL] run NAME [--permits N] [--strategy S] [--ttl D] [--wait D] [--grace D] [--no-renew] -- CMD [ARGS...]
        sqlock [--url URL] run NAME --once-per PERIOD [--slot KEY] [--skipped-exit N] [--verbose]
                           [--strategy S] [--ttl D] [--wait D] [--grace D] -- CMD [ARGS...]
 
 Acquires lock NAME, runs CMD with the grant's fencing token in $SQLOCK_TOKEN (and the name in
 $SQLOCK_NAME), releases the lock when CMD exits, and exits with CMD's status.
 
+  --permits N    a semaphore: at most N commands run under NAME at once, across hosts (each
+                 holds one permit, numbered 0 to N-1, in $SQLOCK_PERMIT; every process of
+                 the fleet should pass the same N). Waiters are served in order.
   --strategy S   unique_key (default), select_for_update or optimistic_version
   --ttl D        lease length (default 30s). The lock is renewed every D/3 while CMD runs, so
                  a holder that dies frees it within D (select_for_update: at once)
@@ -146,12 +149,14 @@ constexpr const char* list_help =
 
 For every lock row: name, fencing token, hold count, strategy, holder (host:pid), how long it
 has been held, and when its lease ends (relative and absolute UTC, by the database clock).
-select_for_update holders are shown where the server tells (PostgreSQL).
+select_for_update holders are shown where the server tells (PostgreSQL). A semaphore shows a
+row per permit in use, "NAME [permit K]", and "NAME [queue]" while someone waits for a permit.
   --expired     only leases that have expired (what `sqlock reap` would delete)
-  --name GLOB   only names matching a shell pattern ("reports:*")
+  --name GLOB   only names matching a shell pattern ("reports:*"; a semaphore's name)
   --json        one JSON array; each object has exactly these fields:
-                name, owner, host, pid, strategy, token, hold_count, held (bool),
-                acquired_at, held_for_ms, expires_at, expires_in_ms, expired (bool).
+                name, primitive ("mutex" or "semaphore"), role ("" for a mutex, "permit K" or
+                "queue" for a semaphore), owner, host, pid, strategy, token, hold_count,
+                held (bool), acquired_at, held_for_ms, expires_at, expires_in_ms, expired (bool).
                 Times are UTC "YYYY-MM-DD HH:MM:SS.ffffff"; *_ms are integers.
   --prometheus  the Prometheus text format, for node_exporter's textfile collector:
                 sqlock_locks_held{strategy}, sqlock_locks_expired,
@@ -197,15 +202,15 @@ Exit 0 when done; 69/70/78 on errors (see sqlock --help).
 )";
 
 constexpr const char* release_help =
-    R"(usage: sqlock [--url URL] release NAME --force [--actor WHO] [--json]
+    R"(usage: sqlock [--url URL] release NAME --force [--permit K] [--actor WHO] [--json]
 
-Break-glass for operators. Lease strategies: the row is freed and its fencing token moved
+Break-glass for operators. With --permit K, NAME is a semaphore and its permit K is released. Lease strategies: the row is freed and its fencing token moved
 forward, so the old holder's renewals, releases and fenced writes fail from now on (it gets
 its lost signal). select_for_update on PostgreSQL: the holder's session is ended. Recorded in
 the <prefix>audit table with WHO (default: $USER@host). Exit 1 when there was nothing to
 release.
-  --json   {"name", "released", "strategy", "previous_owner", "previous_token", "new_token",
-            "sessions_ended", "actor"}
+  --json   {"name", "permit" (null without --permit), "released", "strategy", "previous_owner",
+            "previous_token", "new_token", "sessions_ended", "actor"}
 )";
 
 struct usage_error : std::runtime_error {
@@ -423,16 +428,21 @@ int status_of(int status) {
     return exit_software;
 }
 
-/// The child's environment: ours plus SQLOCK_TOKEN and SQLOCK_NAME, as the spawn wants it.
-std::vector<std::string> child_environment(const std::string& token, const std::string& name) {
+/// The child's environment: ours plus SQLOCK_TOKEN and SQLOCK_NAME (and SQLOCK_PERMIT for a
+/// semaphore's permit), as the spawn wants it.
+std::vector<std::string> child_environment(const std::string& token, const std::string& name,
+                                           std::optional<std::int64_t> permit = std::nullopt) {
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) {
         const std::string_view entry(*e);
-        if (!entry.starts_with("SQLOCK_TOKEN=") && !entry.starts_with("SQLOCK_NAME="))
+        if (!entry.starts_with("SQLOCK_TOKEN=") && !entry.starts_with("SQLOCK_NAME=") &&
+            !entry.starts_with("SQLOCK_PERMIT="))
             env.emplace_back(entry);
     }
     env.push_back("SQLOCK_TOKEN=" + token);
     env.push_back("SQLOCK_NAME=" + name);
+    if (permit)
+        env.push_back("SQLOCK_PERMIT=" + std::to_string(*permit));
     return env;
 }
 
@@ -610,6 +620,12 @@ int run_job(const options& o, job_run_args a) {
     }
 }
 
+template <class Lock>
+int run_holding(Lock& m, sqlock::database& db, const options& o,
+                const std::optional<std::chrono::milliseconds>& wait,
+                std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds grace,
+                std::atomic<bool>& lost, std::mutex& lost_mutex, std::string& lost_message);
+
 int cmd_run(const options& o) {
     if (o.args.empty())
         throw usage_error("run: missing lock NAME");
@@ -619,6 +635,7 @@ int cmd_run(const options& o) {
     std::chrono::milliseconds grace = std::chrono::seconds(10);
     std::optional<std::chrono::milliseconds> wait;
     std::optional<std::chrono::milliseconds> once_per;
+    std::optional<std::int64_t> permits;
     std::string slot;
     bool strategy_given = false;
     std::optional<int> skipped_exit;
@@ -641,7 +658,15 @@ int cmd_run(const options& o) {
             grace = duration_arg(a, value());
         else if (a == "--no-renew")
             mo.renew = false;
-        else if (a == "--once-per")
+        else if (a == "--permits") {
+            const auto v = value();
+            std::int64_t n = 0;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > sqlock::max_permits)
+                throw usage_error("--permits: \"" + v + "\" is not a number of permits (1-" +
+                                  std::to_string(sqlock::max_permits) + ")");
+            permits = n;
+        } else if (a == "--once-per")
             once_per = duration_arg(a, value());
         else if (a == "--slot") {
             slot = value();
@@ -662,6 +687,8 @@ int cmd_run(const options& o) {
     if (o.exec.empty())
         throw usage_error("run: missing \"-- CMD\" to run under the lock");
 
+    if (permits && (once_per || !slot.empty()))
+        throw usage_error("--permits cannot be combined with --once-per/--slot");
     if (once_per || !slot.empty()) {
         // Checked before connecting, so a typo is a usage error (64) even when the database is
         // down.
@@ -705,13 +732,34 @@ int cmd_run(const options& o) {
     // --wait counts from here: a server without free connection slots is waited out first.
     const auto deadline = deadline_of(wait);
     auto db = open_waiting(o, deadline, name);
+    if (permits) {
+        sqlock::semaphore s(db, name, *permits, mo);
+        return run_holding(s, db, o, wait, deadline, grace, lost, lost_mutex, lost_message);
+    }
     sqlock::mutex m(db, name, mo);
+    return run_holding(m, db, o, wait, deadline, grace, lost, lost_mutex, lost_message);
+}
+
+/// `sqlock run` once the database is open: takes `m` (a mutex, or a semaphore's permit), runs
+/// the command, gives it back, and returns the exit status.
+template <class Lock>
+int run_holding(Lock& m, sqlock::database& db, const options& o,
+                const std::optional<std::chrono::milliseconds>& wait,
+                std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds grace,
+                std::atomic<bool>& lost, std::mutex& lost_mutex, std::string& lost_message) {
+    constexpr bool is_semaphore = std::is_same_v<Lock, sqlock::semaphore>;
+    const std::string& name = m.name();
     const bool granted = !wait                ? (m.lock(), true)
                          : wait->count() == 0 ? m.try_lock()
                                               : m.try_lock_until(deadline);
     if (!granted) {
-        std::cerr << "sqlock: lock \"" << name << "\" not granted within " << wait->count()
+        std::cerr << "sqlock: " << (is_semaphore ? "no permit of semaphore \"" : "lock \"") << name
+                  << "\" " << (is_semaphore ? "was " : "") << "granted within " << wait->count()
                   << " ms";
+        if constexpr (is_semaphore) {
+            std::cerr << " (all " << m.permits() << " permits held)\n";
+            return exit_timeout;
+        }
         try {
             if (const auto holder = db.find(name); holder && holder->held()) {
                 std::cerr << ": held by " << holder->host << ":" << holder->pid << " (owner "
@@ -727,9 +775,12 @@ int cmd_run(const options& o) {
         return exit_timeout;
     }
 
+    std::optional<std::int64_t> permit;
+    if constexpr (is_semaphore)
+        permit = m.permit();
     std::string failure;
-    const int status =
-        supervise(o.exec, child_environment(std::to_string(m.token()), name), grace, lost, failure);
+    const int status = supervise(o.exec, child_environment(std::to_string(m.token()), name, permit),
+                                 grace, lost, failure);
     if (status < 0)
         std::cerr << "sqlock: " << failure << "\n";
     m.unlock();
@@ -758,8 +809,23 @@ ojson optional_json(const std::optional<T>& v) {
 }
 
 /// One element of status/list --json (fields and order as list_help documents them).
+/// "exports [permit 2]" for a semaphore's lock, the name itself for a mutex's.
+std::string display_name(const sqlock::lock_info& l) {
+    std::string shown(l.primitive_name());
+    if (!l.role().empty())
+        shown += " [" + std::string(l.role()) + "]";
+    return shown;
+}
+
+/// A semaphore's locks are "semaphore" (permits and queue), everything else "mutex".
+const char* primitive_of(const sqlock::lock_info& l) {
+    return l.role().empty() ? "mutex" : "semaphore";
+}
+
 ojson lock_json(const sqlock::lock_info& l) {
-    return {{"name", l.name},
+    return {{"name", std::string(l.primitive_name())},
+            {"primitive", primitive_of(l)},
+            {"role", std::string(l.role())},
             {"owner", l.owner},
             {"host", l.host},
             {"pid", l.pid},
@@ -1014,7 +1080,8 @@ int cmd_status(const options& o) {
     std::erase_if(locks, [&](const sqlock::lock_info& l) {
         if (only_expired && (l.strategy == "select_for_update" || !l.expired()))
             return true;
-        return !glob.empty() && fnmatch(glob.c_str(), l.name.c_str(), 0) != 0;
+        return !glob.empty() &&
+               fnmatch(glob.c_str(), std::string(l.primitive_name()).c_str(), 0) != 0;
     });
     if (json) {
         auto rows = ojson::array();
@@ -1082,9 +1149,9 @@ int cmd_status(const options& o) {
                               l.expires_at.c_str());
         }
         const std::string token = l.token > 0 ? std::to_string(l.token) : "-";
-        std::printf("%-32s %10s %5lld %-18s %-24s %-14s %s\n", l.name.c_str(), token.c_str(),
-                    static_cast<long long>(l.hold_count), l.strategy.c_str(), holder.c_str(),
-                    held_for, expires);
+        std::printf("%-32s %10s %5lld %-18s %-24s %-14s %s\n", display_name(l).c_str(),
+                    token.c_str(), static_cast<long long>(l.hold_count), l.strategy.c_str(),
+                    holder.c_str(), held_for, expires);
     }
     print_jobs();
     return exit_ok;
@@ -1162,6 +1229,7 @@ int cmd_release(const options& o) {
     const std::string name = o.args[0];
     bool force = false;
     bool json = false;
+    std::optional<std::int64_t> permit;
     std::string actor;
     for (std::size_t i = 1; i < o.args.size(); ++i) {
         const auto& a = o.args[i];
@@ -1171,9 +1239,19 @@ int cmd_release(const options& o) {
             json = true;
         else if (a == "--actor" && i + 1 < o.args.size())
             actor = o.args[++i];
-        else
+        else if (a == "--permit" && i + 1 < o.args.size()) {
+            const auto& v = o.args[++i];
+            std::int64_t k = -1;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), k);
+            if (ec != std::errc{} || end != v.data() + v.size() || k < 0 ||
+                k >= sqlock::max_permits)
+                throw usage_error("--permit: \"" + v + "\" is not a permit number");
+            permit = k;
+        } else
             throw usage_error("release: unknown option " + a);
     }
+    // A semaphore's permit K is the lock "NAME<0x1f>permit K" (sqlock/semaphore.hpp).
+    const std::string row_name = permit ? name + "\x1fpermit " + std::to_string(*permit) : name;
     if (!force)
         throw usage_error("release: breaking someone else's lock needs --force (the holder "
                           "loses it; its fenced writes will be refused)");
@@ -1184,9 +1262,11 @@ int cmd_release(const options& o) {
         actor = std::string(user ? user : "unknown") + "@" + host + " (sqlock release --force)";
     }
     auto db = open(o);
-    const auto r = db.force_release(name, actor);
+    const std::string shown = permit ? name + " [permit " + std::to_string(*permit) + "]" : name;
+    const auto r = db.force_release(row_name, actor);
     if (json) {
         const ojson out = {{"name", name},
+                           {"permit", optional_json(permit)},
                            {"released", r.released},
                            {"strategy", r.strategy},
                            {"previous_owner", r.previous_owner},
@@ -1196,13 +1276,13 @@ int cmd_release(const options& o) {
                            {"actor", actor}};
         std::cout << json_line(out) << "\n";
     } else if (!r.released) {
-        std::cout << "nothing to release: lock \"" << name << "\" is not held in " << db.url()
+        std::cout << "nothing to release: lock \"" << shown << "\" is not held in " << db.url()
                   << "\n";
     } else if (r.strategy == "select_for_update") {
-        std::cout << "released \"" << name << "\": ended " << r.sessions_ended
+        std::cout << "released \"" << shown << "\": ended " << r.sessions_ended
                   << " holder session(s); recorded as " << actor << "\n";
     } else {
-        std::cout << "released \"" << name << "\" (was "
+        std::cout << "released \"" << shown << "\" (was "
                   << (r.previous_owner.empty() ? std::string("free") : r.previous_owner)
                   << "); token " << r.previous_token << " -> " << r.new_token
                   << ", so the old holder's fenced writes fail; recorded as " << actor << "\n";
