@@ -15,6 +15,10 @@
 // and check that the grant was never reported lost: owns_lock() at the end of the hold,
 // no on_lost call, last_loss() == none after unlock(). Prints one line per grant:
 // "TOKEN WAITED_MS". Exit codes: 0 ok, 6 not granted within 10 x TTL, 7 a false loss.
+//
+//   sqlock_contender sem-hog URL NAME PERMITS STRATEGY DIR
+// A semaphore hog: takes a permit, creates DIR/holding, then until DIR/stop exists works 20 ms
+// per grant and asks again the moment it releases. Exit codes: 0 ok, 8 a re-acquire timed out.
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -128,7 +132,34 @@ int race(char** argv) {
     return 0;
 }
 
+int sem_hog(char** argv) {
+    auto db = sqlock::connect(argv[2]);
+    sqlock::semaphore_options o;
+    o.strategy = sqlock::parse_strategy(argv[5]);
+    sqlock::semaphore s(db, argv[3], std::stoll(argv[4]), o);
+    const std::string dir = argv[6];
+    s.acquire();
+    if (const int fd = open((dir + "/holding").c_str(), O_CREAT | O_WRONLY, 0644); fd >= 0)
+        close(fd);
+    while (access((dir + "/stop").c_str(), F_OK) != 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20)); // the hog's work
+        s.release();
+        if (!s.try_acquire_for(std::chrono::seconds(30)))
+            return 8;
+    }
+    s.release();
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc == 7 && std::string(argv[1]) == "sem-hog") {
+        try {
+            return sem_hog(argv);
+        } catch (const std::exception& e) {
+            std::cerr << "contender sem-hog: " << e.what() << "\n";
+            return 1;
+        }
+    }
     if (argc == 6 && std::string(argv[1]) == "race") {
         try {
             return race(argv);
