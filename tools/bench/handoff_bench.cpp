@@ -60,6 +60,8 @@ Measures lock handoff under contention: N processes take turns on one lock for S
   MODE  unique_key | select_for_update | optimistic_version   sqlock::mutex, TTL 30 s
         pg_advisory      raw libpq pg_advisory_lock($1) / pg_advisory_unlock($1), fixed key
         mysql_get_lock   Connector/C++ GET_LOCK(?, 60) / RELEASE_LOCK(?)
+        semaphore        sqlock::semaphore with 1 permit (unique_key), TTL 30 s: its waiters'
+                         queue, measured like a mutex (one permit: one holder at a time)
   --hold-us H   busy-hold the lock H microseconds per grant (default 0)
   --json FILE   also write the results as one JSON object
 
@@ -71,7 +73,14 @@ constexpr std::int64_t pg_advisory_key = 7'316'054'219'853'413'377; // fixed, ar
 
 using bench::usage_error;
 
-enum class mode { unique_key, select_for_update, optimistic_version, pg_advisory, mysql_get_lock };
+enum class mode {
+    unique_key,
+    select_for_update,
+    optimistic_version,
+    pg_advisory,
+    mysql_get_lock,
+    semaphore
+};
 
 struct config {
     std::string url;
@@ -85,7 +94,8 @@ struct config {
 };
 
 bool is_sqlock_mode(mode m) {
-    return m == mode::unique_key || m == mode::select_for_update || m == mode::optimistic_version;
+    return m == mode::unique_key || m == mode::select_for_update || m == mode::optimistic_version ||
+           m == mode::semaphore;
 }
 
 /// One grant as a worker saw it. Written raw to the worker's result file.
@@ -120,6 +130,8 @@ config parse_args(int argc, char** argv) {
                 cfg.bench_mode = mode::pg_advisory;
             else if (v == "mysql_get_lock")
                 cfg.bench_mode = mode::mysql_get_lock;
+            else if (v == "semaphore")
+                cfg.bench_mode = mode::semaphore;
             else
                 throw usage_error("unknown --mode " + v);
         } else if (a == "--processes") {
@@ -201,6 +213,28 @@ public:
 private:
     sqlock::database m_db;
     sqlock::mutex m_mutex;
+};
+
+class semaphore_locker final : public locker {
+public:
+    explicit semaphore_locker(const config& cfg)
+        : m_db(sqlock::connect(cfg.url)),
+          m_semaphore(m_db, std::string(lock_name) + ":" + cfg.mode_name, 1,
+                      {.ttl = std::chrono::seconds(30)}) {}
+
+    std::int64_t acquire() override {
+        m_semaphore.acquire();
+        return m_semaphore.token();
+    }
+    void release() override {
+        m_semaphore.release();
+        if (std::string e = m_semaphore.last_error(); !e.empty())
+            throw std::runtime_error("release failed: " + e);
+    }
+
+private:
+    sqlock::database m_db;
+    sqlock::semaphore m_semaphore;
 };
 
 class pg_advisory_locker final : public locker {
@@ -291,6 +325,8 @@ std::unique_ptr<locker> make_locker(const config& cfg) {
         return std::make_unique<pg_advisory_locker>(cfg.url);
     case mode::mysql_get_lock:
         return std::make_unique<mysql_get_lock_locker>(cfg.url);
+    case mode::semaphore:
+        return std::make_unique<semaphore_locker>(cfg);
     default:
         return std::make_unique<sqlock_locker>(cfg);
     }
