@@ -118,12 +118,13 @@ struct lock_info {
     bool held() const noexcept {
         return strategy == "select_for_update" ? !owner.empty() : !owner.empty() && !expired();
     }
-    /// The name an application gave: `name` for a mutex; for the locks a semaphore is made of
-    /// (named "NAME<0x1f>permit K" and "NAME<0x1f>queue") the semaphore's NAME.
+    /// The name an application gave: `name` for a mutex; for the locks a semaphore or a
+    /// shared_mutex is made of (named "NAME<0x1f>ROLE", see role()) the primitive's NAME.
     std::string_view primitive_name() const noexcept {
         return std::string_view(name).substr(0, std::min(name.find('\x1f'), name.size()));
     }
-    /// "" for a mutex; "permit K" or "queue" for a semaphore's locks.
+    /// "" for a mutex; "permit K" or "permit queue" for a semaphore's locks; "reader K",
+    /// "reader queue" or "writer" for a shared_mutex's.
     std::string_view role() const noexcept {
         const auto split = name.find('\x1f');
         return split == std::string::npos ? std::string_view{}

@@ -22,7 +22,7 @@ class semaphore_impl;
 inline constexpr std::int64_t max_permits = 1000;
 
 /// Longest semaphore name accepted, in bytes: its permits are stored as locks named
-/// "NAME<0x1f>permit K" (and its waiters' queue as "NAME<0x1f>queue"), which must fit
+/// "NAME<0x1f>permit K" (and its waiters' queue as "NAME<0x1f>permit queue"), which must fit
 /// max_name_length.
 inline constexpr std::size_t max_semaphore_name_length = max_name_length - 16;
 
@@ -51,7 +51,7 @@ using semaphore_options = mutex_options;
 /// + 1), and the same number of releases gives it back. Only the holding thread releases.
 ///
 /// Waiting is fair: a caller that finds every permit taken joins the name's queue (a lock
-/// "NAME<0x1f>queue", renewed while waiting); only the queue's head tries the permits, so
+/// "NAME<0x1f>permit queue", renewed while waiting); only the queue's head tries the permits, so
 /// permits go to waiters in the order the queue serves them (FIFO on PostgreSQL and SQLite;
 /// see README "Semaphores" for each backend). try_acquire() makes one round over the
 /// permits and never queues. A caller whose last acquire had to wait queues at once next time,

@@ -112,6 +112,8 @@ enum class statement : std::size_t {
     topology,          ///< -> 1 row (read_only, replicas, synchronous, cluster_nodes, server),
                        ///<   run on every new connection (DESIGN §9)
     galera_session,    ///< session settings for a Galera node, run after `topology` found one
+    waiters_check,     ///< $1 name $2 name -> rows (name) of the two whose lease is held: a
+                       ///<   semaphore's queue and a shared mutex's writer gate
     count_
 };
 
@@ -176,6 +178,7 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "job_prune_count",
     "topology",
     "galera_session",
+    "waiters_check",
 };
 
 // A statement added to the enum without a file name here would silently get an empty name.

@@ -4,6 +4,7 @@
 #include <concepts>
 #include <doctest/doctest.h>
 #include <mutex>
+#include <shared_mutex>
 #include <sqlock/sqlock.hpp>
 
 namespace {
@@ -38,6 +39,27 @@ static_assert(requires(sqlock::semaphore s, std::chrono::milliseconds d,
     { s.try_acquire_until(tp) } -> std::same_as<bool>;
     {s.release()};
 });
+template <class M>
+concept shared_timed_lockable = timed_lockable<M> &&
+    requires(M m, std::chrono::milliseconds d, std::chrono::steady_clock::time_point tp,
+             std::chrono::system_clock::time_point sys) {
+    {m.lock_shared()};
+    {m.unlock_shared()};
+    { m.try_lock_shared() } -> std::convertible_to<bool>;
+    { m.try_lock_shared_for(d) } -> std::convertible_to<bool>;
+    { m.try_lock_shared_until(tp) } -> std::convertible_to<bool>;
+    { m.try_lock_shared_until(sys) } -> std::convertible_to<bool>;
+};
+static_assert(shared_timed_lockable<std::shared_timed_mutex>); // the concept itself is right
+static_assert(shared_timed_lockable<sqlock::shared_mutex>);
+static_assert(noexcept(std::declval<sqlock::shared_mutex&>().unlock()));
+static_assert(noexcept(std::declval<sqlock::shared_mutex&>().unlock_shared()));
+static_assert(!std::copy_constructible<sqlock::shared_mutex>);
+static_assert(std::is_constructible_v<std::shared_lock<sqlock::shared_mutex>, sqlock::shared_mutex&,
+                                      std::chrono::milliseconds>);
+static_assert(std::is_constructible_v<std::unique_lock<sqlock::shared_mutex>, sqlock::shared_mutex&,
+                                      std::chrono::milliseconds>);
+
 // std::unique_lock and std::scoped_lock instantiate with it.
 static_assert(std::is_constructible_v<std::unique_lock<sqlock::semaphore>, sqlock::semaphore&,
                                       std::chrono::milliseconds>);

@@ -76,7 +76,8 @@ each migration as applied or pending.
 )";
 
 constexpr const char* run_help =
-    R"(usage: sqlock [--url URL] run NAME [--permits N] [--strategy S] [--ttl D] [--wait D] [--grace D] [--no-renew] -- CMD [ARGS...]
+    R"(usage: sqlock [--url URL] run NAME [--permits N | --shared | --exclusive [--max-readers N]]
+                          [--strategy S] [--ttl D] [--wait D] [--grace D] [--no-renew] -- CMD [ARGS...]
        sqlock [--url URL] run NAME --once-per PERIOD [--slot KEY] [--skipped-exit N] [--verbose]
                           [--strategy S] [--ttl D] [--wait D] [--grace D] -- CMD [ARGS...]
 
@@ -86,6 +87,11 @@ $SQLOCK_NAME), releases the lock when CMD exits, and exits with CMD's status.
   --permits N    a semaphore: at most N commands run under NAME at once, across hosts (each
                  holds one permit, numbered 0 to N-1, in $SQLOCK_PERMIT; every process of
                  the fleet should pass the same N). Waiters are served in order.
+  --shared       a reader of the reader-writer lock NAME: runs beside other --shared
+                 commands, never beside an --exclusive one
+  --exclusive    the writer of the reader-writer lock NAME: runs alone; readers that come
+                 after it wait for it (a plain run NAME is a separate mutex, not this lock)
+  --max-readers N  readers of NAME at once (default 16; every process should pass the same)
   --strategy S   unique_key (default), select_for_update or optimistic_version
   --ttl D        lease length (default 30s). The lock is renewed every D/3 while CMD runs, so
                  a holder that dies frees it within D (select_for_update: at once)
@@ -150,13 +156,17 @@ constexpr const char* list_help =
 For every lock row: name, fencing token, hold count, strategy, holder (host:pid), how long it
 has been held, and when its lease ends (relative and absolute UTC, by the database clock).
 select_for_update holders are shown where the server tells (PostgreSQL). A semaphore shows a
-row per permit in use, "NAME [permit K]", and "NAME [queue]" while someone waits for a permit.
+row per permit in use, "NAME [permit K]", and "NAME [permit queue]" while someone waits for a
+permit; a shared mutex "NAME [reader K]" per reader and "NAME [writer]" for a writer.
   --expired     only leases that have expired (what `sqlock reap` would delete)
-  --name GLOB   only names matching a shell pattern ("reports:*"; a semaphore's name)
+  --name GLOB   only names matching a shell pattern ("reports:*"; a semaphore's or shared
+                mutex's own name)
   --json        one JSON array; each object has exactly these fields:
-                name, primitive ("mutex" or "semaphore"), role ("" for a mutex, "permit K" or
-                "queue" for a semaphore), owner, host, pid, strategy, token, hold_count,
-                held (bool), acquired_at, held_for_ms, expires_at, expires_in_ms, expired (bool).
+                name, primitive ("mutex", "semaphore" or "shared_mutex"), role ("" for a
+                mutex; "permit K" or "permit queue" for a semaphore; "reader K", "reader
+                queue" or "writer" for a shared mutex), owner, host, pid, strategy, token,
+                hold_count, held (bool), acquired_at, held_for_ms, expires_at, expires_in_ms,
+                expired (bool).
                 Times are UTC "YYYY-MM-DD HH:MM:SS.ffffff"; *_ms are integers.
   --prometheus  the Prometheus text format, for node_exporter's textfile collector:
                 sqlock_locks_held{strategy}, sqlock_locks_expired,
@@ -620,6 +630,21 @@ int run_job(const options& o, job_run_args a) {
     }
 }
 
+/// The shared side of a shared_mutex, with a mutex's words (for run_holding).
+struct shared_side {
+    sqlock::shared_mutex& rw;
+    void lock() { rw.lock_shared(); }
+    bool try_lock() { return rw.try_lock_shared(); }
+    bool try_lock_until(std::chrono::steady_clock::time_point deadline) {
+        return rw.try_lock_shared_until(deadline);
+    }
+    void unlock() noexcept { rw.unlock_shared(); }
+    std::int64_t token() const { return rw.token(); }
+    const std::string& name() const noexcept { return rw.name(); }
+    sqlock::loss_reason last_loss() const noexcept { return rw.last_loss(); }
+    std::string last_error() const { return rw.last_error(); }
+};
+
 template <class Lock>
 int run_holding(Lock& m, sqlock::database& db, const options& o,
                 const std::optional<std::chrono::milliseconds>& wait,
@@ -636,6 +661,9 @@ int cmd_run(const options& o) {
     std::optional<std::chrono::milliseconds> wait;
     std::optional<std::chrono::milliseconds> once_per;
     std::optional<std::int64_t> permits;
+    enum class rw_mode { none, shared, exclusive } rw = rw_mode::none;
+    std::int64_t max_readers = sqlock::default_max_readers;
+    bool max_readers_given = false;
     std::string slot;
     bool strategy_given = false;
     std::optional<int> skipped_exit;
@@ -666,6 +694,20 @@ int cmd_run(const options& o) {
                 throw usage_error("--permits: \"" + v + "\" is not a number of permits (1-" +
                                   std::to_string(sqlock::max_permits) + ")");
             permits = n;
+        } else if (a == "--shared" || a == "--exclusive") {
+            const auto mode = a == "--shared" ? rw_mode::shared : rw_mode::exclusive;
+            if (rw != rw_mode::none && rw != mode)
+                throw usage_error("--shared and --exclusive exclude each other");
+            rw = mode;
+        } else if (a == "--max-readers") {
+            const auto v = value();
+            std::int64_t n = 0;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > sqlock::max_permits)
+                throw usage_error("--max-readers: \"" + v + "\" is not a number of readers (1-" +
+                                  std::to_string(sqlock::max_permits) + ")");
+            max_readers = n;
+            max_readers_given = true;
         } else if (a == "--once-per")
             once_per = duration_arg(a, value());
         else if (a == "--slot") {
@@ -687,8 +729,13 @@ int cmd_run(const options& o) {
     if (o.exec.empty())
         throw usage_error("run: missing \"-- CMD\" to run under the lock");
 
-    if (permits && (once_per || !slot.empty()))
-        throw usage_error("--permits cannot be combined with --once-per/--slot");
+    if (permits && rw != rw_mode::none)
+        throw usage_error("--permits cannot be combined with --shared/--exclusive");
+    if (max_readers_given && rw == rw_mode::none)
+        throw usage_error("--max-readers needs --shared or --exclusive");
+    if ((permits || rw != rw_mode::none) && (once_per || !slot.empty()))
+        throw usage_error("--permits, --shared and --exclusive cannot be combined with "
+                          "--once-per/--slot");
     if (once_per || !slot.empty()) {
         // Checked before connecting, so a typo is a usage error (64) even when the database is
         // down.
@@ -736,6 +783,14 @@ int cmd_run(const options& o) {
         sqlock::semaphore s(db, name, *permits, mo);
         return run_holding(s, db, o, wait, deadline, grace, lost, lost_mutex, lost_message);
     }
+    if (rw != rw_mode::none) {
+        sqlock::shared_mutex rw_lock(db, name, mo, max_readers);
+        if (rw == rw_mode::exclusive)
+            return run_holding(rw_lock, db, o, wait, deadline, grace, lost, lost_mutex,
+                               lost_message);
+        shared_side reader{rw_lock};
+        return run_holding(reader, db, o, wait, deadline, grace, lost, lost_mutex, lost_message);
+    }
     sqlock::mutex m(db, name, mo);
     return run_holding(m, db, o, wait, deadline, grace, lost, lost_mutex, lost_message);
 }
@@ -758,6 +813,9 @@ int run_holding(Lock& m, sqlock::database& db, const options& o,
                   << " ms";
         if constexpr (is_semaphore) {
             std::cerr << " (all " << m.permits() << " permits held)\n";
+            return exit_timeout;
+        } else if constexpr (!std::is_same_v<Lock, sqlock::mutex>) {
+            std::cerr << " (see sqlock status --name '" << name << "')\n";
             return exit_timeout;
         }
         try {
@@ -817,9 +875,12 @@ std::string display_name(const sqlock::lock_info& l) {
     return shown;
 }
 
-/// A semaphore's locks are "semaphore" (permits and queue), everything else "mutex".
+/// Which primitive a lock belongs to, from its role: "mutex", "semaphore" or "shared_mutex".
 const char* primitive_of(const sqlock::lock_info& l) {
-    return l.role().empty() ? "mutex" : "semaphore";
+    const auto role = l.role();
+    if (role.empty())
+        return "mutex";
+    return role.starts_with("permit") ? "semaphore" : "shared_mutex";
 }
 
 ojson lock_json(const sqlock::lock_info& l) {

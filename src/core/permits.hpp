@@ -1,0 +1,109 @@
+// Internal: a pool of N interchangeable locks ("permits") under one name, taken in turn. The
+// engine of sqlock::semaphore (role "permit") and of sqlock::shared_mutex's readers (role
+// "reader").
+//
+// Why permits are whole locks: each one then has everything a mutex has (strategy, fencing
+// token, renewal, lost signal, takeover of a dead holder's lease, failover handling, status,
+// reap), written once. Why a queue lock: polling waiters would race for a freed permit and
+// the quickest asker would win every time; instead a waiter that found every permit taken
+// waits its turn on "NAME<0x1f>ROLE queue" (a mutex, served in order where the backend queues), and
+// only the queue's head tries the permits. Mutual exclusion never depends on the queue: the
+// permits are the locks, the queue only decides who asks.
+#pragma once
+
+#include "sqlock/mutex.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace sqlock::detail {
+
+class database_impl;
+
+/// "NAME<0x1f>ROLE": the name of one of sqlock's own locks of primitive NAME.
+std::string reserved_name(std::string_view name, std::string_view role);
+
+/// Throws errc::invalid_argument when `name` is too long to be followed by a role
+/// (max_semaphore_name_length); `kind` words the message. The rest of the checks (empty,
+/// UTF-8, control characters) come with the first reserved lock made.
+void validate_primitive_name(std::string_view name, std::string_view kind);
+
+class permit_pool {
+public:
+    /// Permits "NAME<0x1f>ROLE K" for K in [0, count) with `options` (on_lost is told NAME and
+    /// "ROLE K: ..."), and the queue lock "NAME<0x1f>ROLE queue". `kind` ("semaphore", "shared
+    /// mutex") words the errors. Throws errc::invalid_argument for a bad name (as a mutex's,
+    /// and at most max_name_length - 16 bytes) or count (1 to max_permits).
+    /// With a `gate` (a shared mutex's writer lock, owned by the caller and outliving the
+    /// pool), a caller that finds the gate held lets that writer go first: it passes through
+    /// the gate (waits for it, then lets it go) before it takes a permit, and try-acquires
+    /// fail while the gate is held.
+    permit_pool(database db, std::string name, std::int64_t count, const mutex_options& options,
+                std::string_view role, std::string_view kind, mutex* gate = nullptr);
+
+    /// The permit the calling thread holds through acquire() (a hold, possibly known lost,
+    /// which its mutex keeps until unlocked), or nullopt.
+    std::optional<std::size_t> held_by_me() const;
+
+    /// Takes one permit for the calling thread, waiting in turn until `deadline`
+    /// (time_point::min(): one round, no queue). A thread that holds one re-enters it. Errors
+    /// as mutex::try_lock_until_steady: retryable trouble is retried while time remains and a
+    /// full server is waited out.
+    bool acquire(std::chrono::steady_clock::time_point deadline);
+
+    /// Gives back one hold of the calling thread's permit; never throws. `what` words the
+    /// error recorded when the thread holds none ("unlock() of semaphore").
+    void release(std::string_view what) noexcept;
+
+    std::size_t size() const noexcept { return m_permits.size(); }
+    mutex& permit(std::size_t k) { return *m_permits[k]; }
+    const mutex& permit(std::size_t k) const { return *m_permits[k]; }
+    const std::string& name() const noexcept { return m_name; }
+    /// The permit the most recent release() gave back, if any.
+    std::optional<std::size_t> last_released() const;
+    std::string last_error() const;
+    /// Wakes this process's threads waiting for a permit (after permits were given back
+    /// other than through release()).
+    void wake_waiters();
+
+private:
+    database_impl& db() const;
+    struct waiters {
+        bool queue = false; ///< someone holds the queue lock: waits for a permit
+        bool gate = false;  ///< a writer holds or waits for the gate
+    };
+    /// Reads who waits (one primary-key lookup of the queue and gate rows).
+    waiters who_waits() const;
+    /// One try at each permit, from a random one; the permit granted, or nullopt.
+    std::optional<std::size_t> one_round();
+    mutex_options permit_options(std::string_view role, std::int64_t k) const;
+
+    database m_db;
+    std::string m_name;
+    std::string m_kind;
+    mutex_options m_options;
+    std::vector<std::unique_ptr<mutex>> m_permits;
+    std::unique_ptr<mutex> m_queue;
+    mutex* m_gate = nullptr;
+    std::string m_wake_name; ///< "NAME<0x1f>ROLE ": a prefix of every permit's name
+    /// The last acquire had to wait: the next one queues at once, so that a releaser asking
+    /// again does not overtake the waiters it handed over to.
+    std::atomic<bool> m_contended{false};
+
+    mutable std::mutex m_state_mutex; ///< guards the members below
+    mutable std::unordered_map<std::thread::id, std::size_t> m_held;
+    std::optional<std::size_t> m_last_released;
+    std::string m_last_error;
+};
+
+} // namespace sqlock::detail

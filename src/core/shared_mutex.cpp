@@ -1,0 +1,306 @@
+// sqlock::shared_mutex: readers hold one of N reader permits (a permit_pool, core/permits.hpp);
+// a writer takes the writer gate, then every permit. Exclusion rests on the permits alone
+// (each a lock with everything a mutex has); the gate only makes readers that come after a
+// writer wait for it, so that a stream of readers cannot starve writers.
+#include "sqlock/shared_mutex.hpp"
+
+#include "core/permits.hpp"
+#include "sqlock/semaphore.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+namespace sqlock {
+
+namespace detail {
+
+class shared_mutex_impl {
+public:
+    shared_mutex_impl(database db, std::string name, const mutex_options& options,
+                      std::int64_t max_readers)
+        : m_user_on_lost(options.on_lost) {
+        validate_primitive_name(name, "shared mutex"); // before the gate's lock name is made
+        mutex_options inner = options;
+        // Every lease's loss comes here first: the writer's leases end its grant (told once),
+        // a reader's is passed on as it is.
+        inner.on_lost = [this](const lock_lost_event& event) {
+            lease_lost(event);
+        };
+        mutex_options gate = inner;
+        gate.on_lost = [this, name](const lock_lost_event& event) {
+            lock_lost_event told = event;
+            told.name = name;
+            told.message = "writer gate: " + event.message;
+            lease_lost(told);
+        };
+        m_gate = std::make_unique<mutex>(reserved_name_t{}, db, reserved_name(name, "writer"),
+                                         std::move(gate));
+        m_readers = std::make_unique<permit_pool>(std::move(db), std::move(name), max_readers,
+                                                  inner, "reader", "shared mutex", m_gate.get());
+    }
+
+    ~shared_mutex_impl() {
+        // Permits first (their destructors give back what any thread holds), then the gate.
+        m_readers.reset();
+        m_gate.reset();
+    }
+
+    /// The exclusive grant, while one thread of this object holds it.
+    struct writer_grant {
+        std::thread::id thread;
+        std::int64_t holds = 0;
+        std::int64_t token = 0;
+        std::set<std::int64_t> tokens; ///< of the gate's and the permits' grants
+        std::stop_source stop;
+        bool told = false; ///< on_lost was called for this grant
+    };
+
+    bool i_write() const {
+        std::lock_guard lock(m_state_mutex);
+        return m_writer && m_writer->thread == std::this_thread::get_id();
+    }
+
+    void lease_lost(const lock_lost_event& event) {
+        bool tell = true;
+        {
+            std::lock_guard lock(m_state_mutex);
+            if (m_writer && m_writer->tokens.count(event.token)) {
+                m_writer->stop.request_stop();
+                tell = !m_writer->told;
+                m_writer->told = true;
+            }
+        }
+        if (tell && m_user_on_lost)
+            m_user_on_lost(event);
+    }
+
+    /// Gives back the first `count` permits and the gate, held by the calling thread.
+    /// Returns the worst loss found and records failures.
+    loss_reason give_back(std::size_t count) noexcept {
+        loss_reason worst = loss_reason::none;
+        const auto note = [&](mutex& m) {
+            const std::string earlier = m.last_error();
+            m.unlock();
+            if (m.last_loss() != loss_reason::none && worst != loss_reason::lost)
+                worst = m.last_loss();
+            if (std::string failure = m.last_error(); failure != earlier) {
+                std::lock_guard lock(m_state_mutex);
+                m_last_error = std::move(failure);
+            }
+        };
+        for (std::size_t k = count; k-- > 0;)
+            note(m_readers->permit(k));
+        note(*m_gate);
+        m_readers->wake_waiters();
+        return worst;
+    }
+
+    std::function<void(const lock_lost_event&)> m_user_on_lost;
+    std::unique_ptr<mutex> m_gate;
+    std::unique_ptr<permit_pool> m_readers;
+
+    mutable std::mutex m_state_mutex; ///< guards the members below
+    std::optional<writer_grant> m_writer;
+    std::optional<loss_reason> m_last_writer_loss; ///< the last exclusive grant's end
+    bool m_last_was_writer = false;
+    std::string m_last_error;
+};
+
+} // namespace detail
+
+shared_mutex::shared_mutex(database db, std::string name, mutex_options options,
+                           std::int64_t max_readers)
+    : m_impl(std::make_unique<detail::shared_mutex_impl>(std::move(db), std::move(name), options,
+                                                         max_readers)) {}
+
+shared_mutex::~shared_mutex() = default;
+
+void shared_mutex::lock() {
+    try_lock_until_steady(std::chrono::steady_clock::time_point::max());
+}
+
+bool shared_mutex::try_lock() {
+    return try_lock_until_steady(std::chrono::steady_clock::time_point::min());
+}
+
+bool shared_mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline) {
+    auto& impl = *m_impl;
+    if (impl.i_write()) {
+        if (!owns_lock())
+            throw error(errc::lock_lost, "shared_mutex \"" + name() +
+                                             "\": the exclusive grant was lost before the "
+                                             "re-entrant lock");
+        std::lock_guard lock(impl.m_state_mutex);
+        ++impl.m_writer->holds;
+        return true;
+    }
+    if (impl.m_readers->held_by_me())
+        throw error(errc::invalid_argument,
+                    "shared_mutex \"" + name() +
+                        "\": lock() by a thread that holds it shared (no upgrade: it would wait "
+                        "for itself)");
+    auto& readers = *impl.m_readers;
+    if (!impl.m_gate->try_lock_until_steady(deadline))
+        return false;
+    // The gate is ours: readers that come now wait for us. Take every permit, waiting for the
+    // readers inside to leave.
+    std::size_t taken = 0;
+    try {
+        for (; taken < readers.size(); ++taken)
+            if (!readers.permit(taken).try_lock_until_steady(deadline))
+                break;
+    } catch (...) {
+        impl.give_back(taken);
+        throw;
+    }
+    if (taken < readers.size()) {
+        impl.give_back(taken);
+        return false;
+    }
+    detail::shared_mutex_impl::writer_grant grant;
+    grant.thread = std::this_thread::get_id();
+    grant.holds = 1;
+    grant.tokens.insert(impl.m_gate->token());
+    for (std::size_t k = 0; k < readers.size(); ++k)
+        grant.tokens.insert(readers.permit(k).token());
+    grant.token = *grant.tokens.rbegin(); // drawn last: above every earlier grant's
+    {
+        std::lock_guard lock(impl.m_state_mutex);
+        impl.m_writer = std::move(grant);
+    }
+    // A lease lost while we were still collecting was told as a reader's: look once more.
+    if (!owns_lock()) {
+        std::lock_guard lock(impl.m_state_mutex);
+        impl.m_writer->stop.request_stop();
+    }
+    return true;
+}
+
+void shared_mutex::unlock() noexcept {
+    auto& impl = *m_impl;
+    if (!impl.i_write()) {
+        std::lock_guard lock(impl.m_state_mutex);
+        impl.m_last_error = "unlock() of shared_mutex \"" + impl.m_readers->name() +
+                            "\" by a thread that does not hold it exclusively";
+        return;
+    }
+    {
+        std::lock_guard lock(impl.m_state_mutex);
+        if (--impl.m_writer->holds > 0)
+            return;
+    }
+    const auto loss = impl.give_back(impl.m_readers->size());
+    std::lock_guard lock(impl.m_state_mutex);
+    impl.m_writer.reset();
+    impl.m_last_writer_loss = loss;
+    impl.m_last_was_writer = true;
+}
+
+void shared_mutex::lock_shared() {
+    try_lock_shared_until_steady(std::chrono::steady_clock::time_point::max());
+}
+
+bool shared_mutex::try_lock_shared() {
+    return try_lock_shared_until_steady(std::chrono::steady_clock::time_point::min());
+}
+
+bool shared_mutex::try_lock_shared_until_steady(std::chrono::steady_clock::time_point deadline) {
+    auto& impl = *m_impl;
+    if (impl.i_write())
+        throw error(errc::invalid_argument,
+                    "shared_mutex \"" + name() +
+                        "\": lock_shared() by the thread that holds it exclusively (no downgrade)");
+    return impl.m_readers->acquire(deadline);
+}
+
+void shared_mutex::unlock_shared() noexcept {
+    auto& impl = *m_impl;
+    const std::string earlier = impl.m_readers->last_error();
+    impl.m_readers->release("unlock_shared() of shared_mutex");
+    std::string failure = impl.m_readers->last_error();
+    std::lock_guard lock(impl.m_state_mutex);
+    impl.m_last_was_writer = false;
+    if (failure != earlier)
+        impl.m_last_error = std::move(failure);
+}
+
+bool shared_mutex::owns_lock() const noexcept {
+    auto& impl = *m_impl;
+    if (!impl.i_write() || !impl.m_gate->owns_lock())
+        return false;
+    for (std::size_t k = 0; k < impl.m_readers->size(); ++k)
+        if (!impl.m_readers->permit(k).owns_lock())
+            return false;
+    return true;
+}
+
+bool shared_mutex::owns_shared() const noexcept {
+    const auto k = m_impl->m_readers->held_by_me();
+    return k && m_impl->m_readers->permit(*k).owns_lock();
+}
+
+loss_reason shared_mutex::lost_reason() const noexcept {
+    auto& impl = *m_impl;
+    if (impl.i_write()) {
+        loss_reason worst = impl.m_gate->lost_reason();
+        for (std::size_t k = 0; k < impl.m_readers->size() && worst != loss_reason::lost; ++k)
+            if (const auto r = impl.m_readers->permit(k).lost_reason(); r != loss_reason::none)
+                worst = r;
+        return worst;
+    }
+    const auto k = impl.m_readers->held_by_me();
+    return k ? impl.m_readers->permit(*k).lost_reason() : loss_reason::none;
+}
+
+std::stop_token shared_mutex::stop_token() const noexcept {
+    auto& impl = *m_impl;
+    if (impl.i_write()) {
+        std::lock_guard lock(impl.m_state_mutex);
+        return impl.m_writer->stop.get_token();
+    }
+    const auto k = impl.m_readers->held_by_me();
+    return k ? impl.m_readers->permit(*k).stop_token() : std::stop_token{};
+}
+
+std::int64_t shared_mutex::token() const {
+    auto& impl = *m_impl;
+    if (impl.i_write()) {
+        std::lock_guard lock(impl.m_state_mutex);
+        return impl.m_writer->token;
+    }
+    const auto k = impl.m_readers->held_by_me();
+    if (!k)
+        throw error(errc::lock_lost, "token() of shared_mutex \"" + name() +
+                                         "\": the calling thread does not hold it");
+    return impl.m_readers->permit(*k).token();
+}
+
+const std::string& shared_mutex::name() const noexcept {
+    return m_impl->m_readers->name();
+}
+
+std::int64_t shared_mutex::max_readers() const noexcept {
+    return static_cast<std::int64_t>(m_impl->m_readers->size());
+}
+
+loss_reason shared_mutex::last_loss() const noexcept {
+    auto& impl = *m_impl;
+    {
+        std::lock_guard lock(impl.m_state_mutex);
+        if (impl.m_last_was_writer)
+            return impl.m_last_writer_loss.value_or(loss_reason::none);
+    }
+    const auto k = impl.m_readers->last_released();
+    return k ? impl.m_readers->permit(*k).last_loss() : loss_reason::none;
+}
+
+std::string shared_mutex::last_error() const {
+    std::lock_guard lock(m_impl->m_state_mutex);
+    return m_impl->m_last_error;
+}
+
+} // namespace sqlock
