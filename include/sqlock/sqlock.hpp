@@ -6,11 +6,12 @@
 #include "sqlock/database.hpp" // IWYU pragma: export
 #include "sqlock/error.hpp"    // IWYU pragma: export
 #include "sqlock/job.hpp"      // IWYU pragma: export
+#include "sqlock/leader.hpp"   // IWYU pragma: export
 #include "sqlock/mutex.hpp"    // IWYU pragma: export
 #include "sqlock/reaper.hpp"   // IWYU pragma: export
 #include "sqlock/version.hpp"  // IWYU pragma: export
 
 /// @namespace sqlock
 /// Everything sqlock declares: sqlock::connect() and sqlock::database (database.hpp),
-/// sqlock::mutex (mutex.hpp), sqlock::job and its run ledger (job.hpp), sqlock::reaper
-/// (reaper.hpp) and sqlock::error (error.hpp).
+/// sqlock::mutex (mutex.hpp), sqlock::leader_election (leader.hpp), sqlock::job and its run ledger
+/// (job.hpp), sqlock::reaper (reaper.hpp) and sqlock::error (error.hpp).
