@@ -71,10 +71,13 @@ struct leader_info {
 ///   latest at the lease's local end.
 /// - **Failover**: a leader that dies (kill -9, a crashed host) is replaced once a campaigner
 ///   has seen its lease unchanged for a whole ttl of its own steady clock (a step of the
-///   database's clock cannot cut that short). So a new leader is elected at most
-///   ttl + one campaign poll (up to 2 x retry_max) + a round trip after the dead leader's last
-///   renewal, which is at most ttl/3 before its death: on these test machines, with ttl = 2 s,
-///   1.4-2.4 s after a kill -9 (median and max of 20 kills in tools/bench/README.md).
+///   database's clock cannot cut that short). The campaigner first sees that lease at its
+///   first poll after the leader's last renewal and takes it over at its first poll after the
+///   ttl has passed, so a new leader is elected at most ttl + 2 campaign polls (each at most
+///   2 x retry_max: 400 ms by default) + a few round trips after the dead leader's last
+///   renewal, which was at most ttl/3 before its death. From the kill: between about
+///   2/3 x ttl and ttl + 4 x retry_max + round trips. Measured with ttl = 2 s (20 kills per
+///   backend, tools/bench/README.md): medians 1.87-1.98 s, maxima 2.27-2.47 s.
 ///   A leader that resigns hands over at once (a PostgreSQL campaigner is woken by a
 ///   notification; MariaDB and SQLite campaigners at their next poll).
 ///
