@@ -7,7 +7,8 @@
 #                        [--renew on|off|mix] [--build DIR] [--keep] [--control skip-lock|ignore-tokens]
 #                        [--clock-step SECS] [--partition-ms MS] [--mode lock|leader]
 #   tools/torture/run.sh --controls     both negative controls; exit 0 only if both are caught
-#   tools/torture/run.sh --smoke        every backend x strategy, short (a few minutes)
+#   tools/torture/run.sh --smoke        every backend x strategy, short (a few minutes), and
+#                                       leader mode on every backend
 #   tools/torture/run.sh --long [--backend B] [--strategy S] [--duration SECS]
 #                                       every (selected) backend x strategy, 10 minutes each,
 #                                       all nemeses mixed, then the controls; a markdown table
@@ -36,7 +37,7 @@ BUILD=$ROOT/build/ci KEEP=0 DURATION_SET=0 CONTROL=none MODE=single STOP_FACTOR=
 CLOCK_STEP=10 PARTITION_MS='' BACKENDS_SET=0 STRATEGIES_SET=0 RUNS=5 RESUME_BOUND='' TTL_SET=0
 HOLD_SET=0 WORKER_MODE=lock
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "torture: $*" >&2; exit 2; }
 
 while (($#)); do
@@ -676,6 +677,10 @@ case $MODE in
     saved_ttl=$TTL saved_hold=$HOLD
     TTL=1000 HOLD=1-50
     run_matrix kill,crash:1 8 4 || status=1
+    # leader_election electors (built on unique_key), with kills and stops.
+    saved_strategies=$STRATEGIES STRATEGIES=unique_key WORKER_MODE=leader
+    run_matrix kill,stop:2 8 4 || status=1
+    STRATEGIES=$saved_strategies WORKER_MODE=lock
     TTL=1500 HOLD=1-80
     run_matrix none 14 6 || status=1
     TTL=$saved_ttl HOLD=$saved_hold
