@@ -407,3 +407,37 @@ TEST_SUITE("leader") {
     }
 
 } // TEST_SUITE leader
+
+TEST_SUITE("common") {
+
+    TEST_CASE("database::find() (one SELECT by name) reports the row list() reports") {
+        const auto name = test::unique_name("find-one");
+        CHECK_FALSE(db().find(name));
+        const auto same = [&] {
+            const auto found = db().find(name);
+            const auto listed = test::row_of(name);
+            REQUIRE(found.has_value() == listed.has_value());
+            if (!found)
+                return;
+            CHECK(found->name == listed->name);
+            CHECK(found->owner == listed->owner);
+            CHECK(found->host == listed->host);
+            CHECK(found->pid == listed->pid);
+            CHECK(found->strategy == listed->strategy);
+            CHECK(found->token == listed->token);
+            CHECK(found->hold_count == listed->hold_count);
+            CHECK(found->acquired_at == listed->acquired_at);
+            CHECK(found->expires_at == listed->expires_at);
+            CHECK(found->held() == listed->held());
+        };
+        sqlock::mutex m(db(), name, test::opts());
+        m.lock();
+        same();
+        if (const auto found = db().find(name); found && found->held()) {
+            CHECK(found->pid == getpid()); // the holder, also select_for_update where shown
+        }
+        m.unlock();
+        same();
+    }
+
+} // TEST_SUITE common
