@@ -6,6 +6,7 @@
 #include "sqlock/database.hpp"     // IWYU pragma: export
 #include "sqlock/error.hpp"        // IWYU pragma: export
 #include "sqlock/job.hpp"          // IWYU pragma: export
+#include "sqlock/leader.hpp"       // IWYU pragma: export
 #include "sqlock/mutex.hpp"        // IWYU pragma: export
 #include "sqlock/reaper.hpp"       // IWYU pragma: export
 #include "sqlock/semaphore.hpp"    // IWYU pragma: export
@@ -15,5 +16,5 @@
 /// @namespace sqlock
 /// Everything sqlock declares: sqlock::connect() and sqlock::database (database.hpp),
 /// sqlock::mutex (mutex.hpp), sqlock::semaphore (semaphore.hpp), sqlock::shared_mutex
-/// (shared_mutex.hpp), sqlock::job and its run ledger
+/// (shared_mutex.hpp), sqlock::leader_election (leader.hpp), sqlock::job and its run ledger
 /// (job.hpp), sqlock::reaper (reaper.hpp) and sqlock::error (error.hpp).

@@ -19,27 +19,34 @@ std::string database::fencing_condition(std::string_view name_placeholder,
     return backend() == backend_kind::mysql ? call + " = 1" : call;
 }
 
+namespace {
+
+/// One row of list_locks / find_lock.
+lock_info lock_info_of(const detail::row& r) {
+    lock_info info;
+    info.name = r.at(0).value_or("");
+    info.owner = r.at(1).value_or("");
+    info.host = r.at(2).value_or("");
+    info.pid = detail::column_int(r.at(3));
+    info.strategy = r.at(4).value_or("");
+    info.token = detail::column_int(r.at(5));
+    info.hold_count = detail::column_int(r.at(6));
+    info.acquired_at = r.at(7).value_or("");
+    info.expires_at = r.at(8).value_or("");
+    info.expires_in = std::chrono::milliseconds(detail::column_int(r.at(9)));
+    info.held_for = info.owner.empty() ? std::chrono::milliseconds(0)
+                                       : std::chrono::milliseconds(detail::column_int(r.at(10)));
+    return info;
+}
+
+} // namespace
+
 std::vector<lock_info> database::list() {
     const auto res = m_impl->run(detail::statement::list_locks, {});
     std::vector<lock_info> out;
     out.reserve(res.rows.size());
-    for (const auto& r : res.rows) {
-        lock_info info;
-        info.name = r.at(0).value_or("");
-        info.owner = r.at(1).value_or("");
-        info.host = r.at(2).value_or("");
-        info.pid = detail::column_int(r.at(3));
-        info.strategy = r.at(4).value_or("");
-        info.token = detail::column_int(r.at(5));
-        info.hold_count = detail::column_int(r.at(6));
-        info.acquired_at = r.at(7).value_or("");
-        info.expires_at = r.at(8).value_or("");
-        info.expires_in = std::chrono::milliseconds(detail::column_int(r.at(9)));
-        info.held_for = info.owner.empty()
-                            ? std::chrono::milliseconds(0)
-                            : std::chrono::milliseconds(detail::column_int(r.at(10)));
-        out.push_back(std::move(info));
-    }
+    for (const auto& r : res.rows)
+        out.push_back(lock_info_of(r));
     return out;
 }
 
@@ -140,10 +147,10 @@ void detail::database_impl::reap_stale_leases(std::int64_t batch, std::int64_t g
 }
 
 std::optional<lock_info> database::find(std::string_view name) {
-    for (auto& info : list())
-        if (info.name == name)
-            return info;
-    return std::nullopt;
+    const auto res = m_impl->run(detail::statement::find_lock, {name});
+    if (res.rows.empty())
+        return std::nullopt;
+    return lock_info_of(res.rows.front());
 }
 
 force_release_result database::force_release(std::string_view name, std::string_view actor) {

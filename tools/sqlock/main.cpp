@@ -47,6 +47,7 @@ commands:
   status    who holds what, since when, until when (also: list; --json, --prometheus)
   reap      delete expired lock rows in small batches (for cron / systemd timers)
   release   break-glass: release someone else's lock (--force)
+  leader    who leads election NAME (sqlock::leader_election): id, term, lease (--json)
 
 global options (before or after COMMAND):
   --url URL            database URL; default: $SQLOCK_URL
@@ -57,7 +58,7 @@ global options (before or after COMMAND):
   -h, --help           help for sqlock or for COMMAND
   --version            print the version
 
-exit codes: 0 ok; 1 release: nothing to release; 64 bad usage; 69 database unreachable or
+exit codes: 0 ok; 1 release: nothing to release, leader: no leader; 64 bad usage; 69 database unreachable or
             login failed; 70 other error; 75 lock not granted within --wait; 76 lock lost
             while the command ran; 78 lock tables missing or of another version (migrate), or
             a database setup that cannot keep the lock safe (a standby; see `sqlock status`).
@@ -209,6 +210,20 @@ counted as deferred. Then prunes the run ledger of scheduled jobs (run --once-pe
                    "keep_history_ms"}: integers, except dry_run (bool); "expired" and
                    "history_expired" are the dry-run counts
 Exit 0 when done; 69/70/78 on errors (see sqlock --help).
+)";
+
+constexpr const char* leader_help = R"(usage: sqlock [--url URL] leader NAME [--json]
+
+Prints the current leader of election NAME (sqlock::leader_election; the election's lock row),
+without campaigning: its owner id, host:pid, term (its fencing token), since when it leads and
+when its lease ends unless renewed (UTC, by the database clock), and the time remaining.
+A leader whose lease has expired by the database clock is no leader (it stopped renewing:
+crashed, paused or cut off); it is mentioned as the last leader.
+  --json  one object with exactly these fields: name, leader (bool), id, host, pid, term,
+          since, expires, remaining_ms, leading_for_ms; all but name and leader are null when
+          there is no leader. Times are UTC "YYYY-MM-DD HH:MM:SS.ffffff" (SQLite: .fff);
+          *_ms are integers.
+Exit 0 when there is a leader, 1 when there is none; 69/70/78 on errors (see sqlock --help).
 )";
 
 constexpr const char* release_help =
@@ -1351,6 +1366,54 @@ int cmd_release(const options& o) {
     return r.released ? exit_ok : exit_not_found;
 }
 
+int cmd_leader(const options& o) {
+    if (o.args.empty())
+        throw usage_error("leader: missing election NAME");
+    const std::string name = o.args[0];
+    bool json = false;
+    for (std::size_t i = 1; i < o.args.size(); ++i) {
+        if (o.args[i] == "--json")
+            json = true;
+        else
+            throw usage_error("leader: unknown option " + o.args[i]);
+    }
+    auto db = open(o);
+    const sqlock::leader_election election(db, name);
+    const auto who = election.leader();
+    if (json) {
+        ojson out = {{"name", name}, {"leader", who.has_value()}};
+        if (who) {
+            out["id"] = who->id;
+            out["host"] = who->host;
+            out["pid"] = who->pid;
+            out["term"] = who->term;
+            out["since"] = who->since;
+            out["expires"] = who->expires;
+            out["remaining_ms"] = who->remaining.count();
+            out["leading_for_ms"] = who->leading_for.count();
+        } else {
+            for (const char* key : {"id", "host", "pid", "term", "since", "expires", "remaining_ms",
+                                    "leading_for_ms"})
+                out[key] = nullptr;
+        }
+        std::cout << json_line(out) << "\n";
+    } else if (who) {
+        std::cout << "leader of \"" << name << "\": " << who->host << ":" << who->pid << ", term "
+                  << who->term << ", leading since " << who->since << " UTC, lease expires "
+                  << who->expires << " UTC (in " << who->remaining.count() << " ms)\n  id "
+                  << who->id << "\n";
+    } else {
+        std::cout << "no leader for \"" << name << "\"";
+        // The last leader, when its lease is still in the row: it stopped renewing.
+        if (const auto row = db.find(name); row && !row->owner.empty())
+            std::cout << ": the last leader, " << row->host << ":" << row->pid << " term "
+                      << row->token << ", stopped renewing; its lease expired "
+                      << -row->expires_in.count() << " ms ago";
+        std::cout << "\n";
+    }
+    return who ? exit_ok : exit_not_found;
+}
+
 int cmd_history(const options& o) {
     if (o.args.empty())
         throw usage_error("history: missing job NAME");
@@ -1532,7 +1595,8 @@ int main(int argc, char** argv) {
                 {"migrate", {cmd_migrate, migrate_help}}, {"run", {cmd_run, run_help}},
                 {"list", {cmd_status, list_help}},        {"status", {cmd_status, list_help}},
                 {"reap", {cmd_reap, reap_help}},          {"release", {cmd_release, release_help}},
-                {"history", {cmd_history, history_help}}, {"check", {cmd_check, check_help}}};
+                {"history", {cmd_history, history_help}}, {"check", {cmd_check, check_help}},
+                {"leader", {cmd_leader, leader_help}}};
         if (o.command == "--version") {
             std::cout << "sqlock " << SQLOCK_VERSION_STRING << "\n";
             return exit_ok;

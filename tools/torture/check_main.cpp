@@ -1,7 +1,7 @@
 // check_main.cpp: sqlock_torture_check, runs the checker on a run directory.
 //
 //   sqlock_torture_check DIR TTL_MS MAX_HOLD_MS LIVENESS_BOUND_MS MODE
-//                        [--resume-bound MS] [--lock-dies-with-server]
+//                        [--resume-bound MS] [--lock-dies-with-server] [--leader]
 //
 // MODE is "none" (no-fault: any loss signal is a false loss) or "fault". The options apply to
 // failover faults (checker.hpp, check_params). Reads DIR/h-*.log
@@ -42,7 +42,7 @@ std::vector<torture::event> read_history(const fs::path& path, std::int64_t& bad
 int main(int argc, char** argv) {
     const auto usage = [] {
         std::cerr << "usage: sqlock_torture_check DIR TTL_MS MAX_HOLD_MS LIVENESS_BOUND_MS "
-                     "none|fault [--resume-bound MS] [--lock-dies-with-server]\n";
+                     "none|fault [--resume-bound MS] [--lock-dies-with-server] [--leader]\n";
         return 2;
     };
     if (argc < 6)
@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
                 params.resume_bound_ns = std::stoll(argv[++i]) * 1'000'000;
             else if (opt == "--lock-dies-with-server")
                 params.lock_dies_with_server = true;
+            else if (opt == "--leader")
+                params.leader = true;
             else
                 return usage();
         }

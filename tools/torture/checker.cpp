@@ -22,6 +22,7 @@ struct grant_info {
     std::int64_t t_grant = 0;
     std::int64_t last_own = no_time; ///< latest owns_lock() == true observation
     bool told = false;
+    bool stopreq = false; ///< leader mode: stop_token() seen requested after `told`
     bool lost_cb = false;
     bool released = false;
     std::string last_loss = "none";
@@ -138,6 +139,9 @@ std::vector<grant_info> collect_grants(const check_input& input, check_result& r
             case kind::lost_cb:
                 g.lost_cb = true;
                 break;
+            case kind::stopreq:
+                g.stopreq = true;
+                break;
             case kind::fence:
                 g.fence_refused = !e.args.empty() && e.args[0] == "refused";
                 g.t_fence = e.t_ns;
@@ -184,6 +188,17 @@ void check_overlap(const std::vector<grant_info>& grants, const grant_timeline& 
                 who(a) + " saw owns_lock() == true " + ms(a.last_own - grants[*b].t_grant) +
                     " after " + who(grants[*b]) + " was granted (silent overlap)");
     }
+}
+
+// Rule 1c (leader mode): an elector told it no longer leads (is_leader() false during the
+// term) saw its term's stop_token() requested before it resigned: the stop signal that work
+// tied to leadership watches is never missing when leadership ends.
+void check_leader_stop(const std::vector<grant_info>& grants, check_result& r) {
+    for (const auto& g : grants)
+        if (g.told && g.released && !g.stopreq)
+            add(r, "leader-stop",
+                who(g) + " saw is_leader() == false but its stop_token() was not requested "
+                         "before it resigned");
 }
 
 // Rule 1b: the read-modify-write counter, when no grant lost its lock and no writer died
@@ -416,6 +431,8 @@ check_result check(const check_input& input, const check_params& params) {
         r.false_losses = r.losses;
     const grant_timeline timeline(grants);
     check_overlap(grants, timeline, r);
+    if (params.leader)
+        check_leader_stop(grants, r);
     check_counter(grants, input, r);
     check_tokens(grants, timeline, r);
     check_fence(grants, input, r);

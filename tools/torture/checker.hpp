@@ -48,11 +48,15 @@ struct check_params {
     /// The lock lives in a server session (select_for_update): a grant made before a failover
     /// died with the old primary, so its holder must hear it.
     bool lock_dies_with_server = false;
+    /// The workers were leader_election electors (worker --mode leader): a term whose elector
+    /// saw is_leader() turn false must also have seen its stop_token() requested (rule
+    /// leader-stop).
+    bool leader = false;
 };
 
 struct violation {
     std::string rule; ///< overlap, counter, token-dup, token-order, fence, fence-silent, pause,
-                      ///< liveness, resume, failover-own, failover-silent
+                      ///< liveness, resume, failover-own, failover-silent, leader-stop
     std::string message;
 };
 

@@ -122,6 +122,22 @@ TEST_CASE("rule 1: an observation before the later grant was recorded is not fla
     CHECK_FALSE(has_rule(check(in, params()), "overlap"));
 }
 
+TEST_CASE("rule 1c (leader mode): an elector told it lost must see its stop_token requested") {
+    auto in = clean_run();
+    // A (term 1) sees is_leader() == false during its term, then resigns at 100 ms.
+    in.workers[0].insert(in.workers[0].begin() + 4, {50 * ms, 100, kind::told, 1, {}});
+    auto p = params();
+    p.leader = true;
+    CHECK(has_rule(check(in, p), "leader-stop")); // no stopreq recorded
+    p.leader = false;
+    CHECK_FALSE(has_rule(check(in, p), "leader-stop")); // a mutex has no such rule
+    in.workers[0].insert(in.workers[0].begin() + 5, {51 * ms, 100, kind::stopreq, 1, {}});
+    p.leader = true;
+    const auto r = check(in, p);
+    CHECK_FALSE(has_rule(r, "leader-stop"));
+    CHECK(r.violations.empty());
+}
+
 TEST_CASE("rule 1: a holder that was told may overlap") {
     auto in = clean_run();
     // A learns of its loss (told) and stops observing: no own after B's grant, no violation,

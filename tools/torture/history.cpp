@@ -16,7 +16,7 @@ namespace torture {
 
 namespace {
 
-constexpr std::array<std::pair<kind, std::string_view>, 22> kind_names{{
+constexpr std::array<std::pair<kind, std::string_view>, 23> kind_names{{
     {kind::start, "start"},
     {kind::acquire, "acquire"},
     {kind::grant, "grant"},
@@ -32,6 +32,7 @@ constexpr std::array<std::pair<kind, std::string_view>, 22> kind_names{{
     {kind::cw, "cw"},
     {kind::incr, "incr"},
     {kind::release, "release"},
+    {kind::stopreq, "stopreq"},
     {kind::run_start, "run_start"},
     {kind::run_end, "run_end"},
     {kind::fault, "fault"},

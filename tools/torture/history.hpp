@@ -34,6 +34,7 @@ enum class kind {
     cw,       ///< about to write the counter; ARGS: value being written
     incr,     ///< counter written; ARGS: value written
     release,  ///< unlock() returned; ARGS: last_loss(none|lost|unknown) error(0|1)
+    stopreq,  ///< leader mode: after `told`, the term's stop_token() was seen requested
     // harness notes (PID 0)
     run_start, ///< workers are about to be started
     run_end,   ///< the harness stopped injecting faults and asked workers to finish

@@ -5,9 +5,10 @@
 #                        [--nemesis LIST] [--processes N] [--duration SECS] [--ttl MS]
 #                        [--hold MIN-MAX] [--seed N] [--interval MS] [--liveness-bound MS]
 #                        [--renew on|off|mix] [--build DIR] [--keep] [--control skip-lock|ignore-tokens]
-#                        [--clock-step SECS] [--partition-ms MS]
+#                        [--clock-step SECS] [--partition-ms MS] [--mode lock|leader]
 #   tools/torture/run.sh --controls     both negative controls; exit 0 only if both are caught
-#   tools/torture/run.sh --smoke        every backend x strategy, short (a few minutes)
+#   tools/torture/run.sh --smoke        every backend x strategy, short (a few minutes), and
+#                                       leader mode on every backend
 #   tools/torture/run.sh --long [--backend B] [--strategy S] [--duration SECS]
 #                                       every (selected) backend x strategy, 10 minutes each,
 #                                       all nemeses mixed, then the controls; a markdown table
@@ -18,6 +19,8 @@
 #                                       per strategy; N runs (5) in a row, each on a fresh
 #                                       cluster; a cluster that cannot start fails the run
 #
+# --mode leader: the workers are sqlock::leader_election electors (unique_key, renewed) instead
+# of mutexes; the checker adds rule leader-stop (README.md, "Leader mode").
 # NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|clock|partition|mix
 # (and failover, --failover only);
 # "KIND:N" injects KIND at most N times. Prints one summary line per run; exits 1 if any run
@@ -32,9 +35,9 @@ BACKENDS=sqlite STRATEGIES=unique_key NEMESES=none PROCESSES='' DURATION=20 TTL=
 HOLD=1-80 SEED=$((RANDOM * 32768 + RANDOM)) INTERVAL=2000 BOUND=3000 RENEW=mix
 BUILD=$ROOT/build/ci KEEP=0 DURATION_SET=0 CONTROL=none MODE=single STOP_FACTOR=15
 CLOCK_STEP=10 PARTITION_MS='' BACKENDS_SET=0 STRATEGIES_SET=0 RUNS=5 RESUME_BOUND='' TTL_SET=0
-HOLD_SET=0
+HOLD_SET=0 WORKER_MODE=lock
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "torture: $*" >&2; exit 2; }
 
 while (($#)); do
@@ -60,6 +63,7 @@ while (($#)); do
     --long) MODE=long ;;
     --failover) MODE=failover ;;
     --runs) RUNS=$2; shift ;;
+    --mode) WORKER_MODE=$2; shift ;;
     --resume-bound) RESUME_BOUND=$2; shift ;;
     -h|--help) usage ;;
     *) echo "torture: unknown option $1" >&2; usage ;;
@@ -73,6 +77,9 @@ done
 [[ $CLOCK_STEP =~ ^[1-9][0-9]*$ ]] || die "--clock-step wants whole seconds > 0"
 [[ -z $PARTITION_MS || $PARTITION_MS =~ ^[1-9][0-9]*$ ]] || die "--partition-ms wants MS > 0"
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "--runs wants N > 0"
+[[ $WORKER_MODE =~ ^(lock|leader)$ ]] || die "--mode wants lock or leader"
+[[ $WORKER_MODE == lock || $STRATEGIES == unique_key ]] ||
+  die "--mode leader: leader_election is built on unique_key (--strategy unique_key)"
 [[ -z $RESUME_BOUND || $RESUME_BOUND =~ ^[1-9][0-9]*$ ]] || die "--resume-bound wants MS > 0"
 WORKER=$BUILD/tools/torture/sqlock_torture_worker
 CHECK=$BUILD/tools/torture/sqlock_torture_check
@@ -155,7 +162,7 @@ spawn() {  # spawn SLOT
   "${as[@]}" "$WORKER" run --url "$URL" --name "$NAME" --strategy "$STRATEGY" --ttl-ms "$TTL" \
     --dir "$RUN" --slot "$slot" --hold-min-pct "$HOLD_MIN" --hold-max-pct "$HOLD_MAX" \
     --renew "$RENEW_NOW" --seed $((SEED + slot * 7919 + SPAWNS[slot] * 104729)) \
-    --control "$CONTROL" "${extra[@]}" 2>>"$RUN/worker-$slot.err" &
+    --control "$CONTROL" --mode "$WORKER_MODE" "${extra[@]}" 2>>"$RUN/worker-$slot.err" &
   PIDS[slot]=$!
 }
 
@@ -584,6 +591,7 @@ run_one() {
     check_opts+=(--resume-bound "${RESUME_BOUND:-$((TTL + max_hold + 1000))}")
     [[ $STRATEGY == select_for_update ]] && check_opts+=(--lock-dies-with-server)
   fi
+  [[ $WORKER_MODE == leader ]] && check_opts+=(--leader)
   fields=$("$CHECK" "$RUN" "$TTL" "$max_hold" "$BOUND" "$mode" "${check_opts[@]}") || rc=$?
   ((rc <= 1)) || { fields="checker-error"; rc=1; }
   if [[ -n $CLUSTER ]]; then
@@ -604,7 +612,7 @@ run_one() {
   else
     ((rc)) && verdict=FAIL || verdict=PASS
   fi
-  local line="torture ${RUN_LABEL}backend=$BACKEND$([[ -n $CLUSTER ]] && echo -failover) strategy=$STRATEGY nemesis=$nemeses control=$CONTROL processes=$procs seconds=$secs ttl_ms=$TTL hold=$HOLD seed=$SEED $fields verdict=$verdict report=$RUN/report.txt"
+  local line="torture ${RUN_LABEL}backend=$BACKEND$([[ -n $CLUSTER ]] && echo -failover) strategy=$STRATEGY$([[ $WORKER_MODE == leader ]] && echo ' mode=leader') nemesis=$nemeses control=$CONTROL processes=$procs seconds=$secs ttl_ms=$TTL hold=$HOLD seed=$SEED $fields verdict=$verdict report=$RUN/report.txt"
   echo "$line"
   RESULTS+=("$line")
   ((rc == 0)) || KEEP=1
@@ -669,6 +677,10 @@ case $MODE in
     saved_ttl=$TTL saved_hold=$HOLD
     TTL=1000 HOLD=1-50
     run_matrix kill,crash:1 8 4 || status=1
+    # leader_election electors (built on unique_key), with kills and stops.
+    saved_strategies=$STRATEGIES STRATEGIES=unique_key WORKER_MODE=leader
+    run_matrix kill,stop:2 8 4 || status=1
+    STRATEGIES=$saved_strategies WORKER_MODE=lock
     TTL=1500 HOLD=1-80
     run_matrix none 14 6 || status=1
     TTL=$saved_ttl HOLD=$saved_hold

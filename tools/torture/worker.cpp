@@ -3,7 +3,7 @@
 //   sqlock_torture_worker run --url URL --name NAME --strategy S --ttl-ms T --dir DIR --slot K
 //       [--hold-min-pct 1] [--hold-max-pct 80] [--renew on|off|mix] [--seed N] [--poll-ms 5]
 //       [--wait-factor 10] [--control none|skip-lock|ignore-tokens] [--self-stop-prob P]
-//       [--self-stop-once FILE]
+//       [--self-stop-once FILE] [--mode lock|leader]
 //   sqlock_torture_worker note FILE KIND [ARG...]     append a harness note (PID 0, TOKEN 0)
 //
 // "run" loops until DIR/stop exists: acquire, hold (observing owns_lock()), fenced write,
@@ -13,6 +13,11 @@
 // check, before the fenced write), where a pause does the most damage; so do
 // --self-stop-prob (each grant with that probability) and --self-stop-once FILE (the first
 // process to reach a write window and create FILE).
+//
+// --mode leader: the same loop with a sqlock::leader_election (unique_key, always renewed)
+// instead of a mutex: campaign (try_campaign_for) is the acquire, the term is the token,
+// is_leader() is what "own"/"told" record, resign() is the release. After `told` it waits (up
+// to a TTL) for the term's stop_token() to be requested and records `stopreq` when it is.
 #include "history.hpp"
 
 #include <atomic>
@@ -40,7 +45,7 @@ extern "C" void on_usr1(int) {
 }
 
 struct options {
-    std::string url, name, dir, control = "none", renew = "mix";
+    std::string url, name, dir, control = "none", renew = "mix", mode = "lock";
     sqlock::strategy strategy = sqlock::strategy::unique_key;
     std::int64_t ttl_ms = 1500, hold_min_pct = 1, hold_max_pct = 80, poll_ms = 5;
     std::int64_t wait_factor = 10;
@@ -186,12 +191,27 @@ int run(const options& o) {
         };
         return std::make_unique<sqlock::mutex>(*db, o.name, mo);
     };
-    const auto renewing = make(true);
-    const auto plain = make(false);
+    const bool leader_mode = o.mode == "leader";
+    const auto renewing = leader_mode ? nullptr : make(true);
+    const auto plain = leader_mode ? nullptr : make(false);
+    std::unique_ptr<sqlock::leader_election> elector;
+    if (leader_mode && !skip_lock) {
+        sqlock::leader_options lo;
+        lo.ttl = std::chrono::milliseconds(o.ttl_ms);
+        lo.on_lost = [&history, pid](const sqlock::lock_lost_event& e) {
+            history.write({torture::monotonic_ns(),
+                           pid,
+                           torture::kind::lost_cb,
+                           e.token,
+                           {std::string(sqlock::to_string(e.reason))}});
+        };
+        elector = std::make_unique<sqlock::leader_election>(*db, o.name, lo);
+    }
     const auto wait = std::chrono::milliseconds(o.ttl_ms * o.wait_factor);
 
     while (!stop_file_exists(o)) {
-        const bool renew = o.renew == "on" || (o.renew == "mix" && uniform(0, 1) == 1);
+        const bool renew =
+            leader_mode || o.renew == "on" || (o.renew == "mix" && uniform(0, 1) == 1);
         sqlock::mutex* m = renew ? renewing.get() : plain.get();
         std::int64_t hold_ms = uniform(o.ttl_ms * o.hold_min_pct, o.ttl_ms * o.hold_max_pct) / 100;
         if (!renew && !skip_lock) // without renewal a hold past the lease would be lost
@@ -202,6 +222,13 @@ int run(const options& o) {
         try {
             if (skip_lock) {
                 token = next_ticket(o.dir);
+            } else if (elector) {
+                const auto term = elector->try_campaign_for(wait);
+                if (!term) {
+                    rec(torture::kind::timeout, 0);
+                    continue;
+                }
+                token = *term;
             } else {
                 if (!m->try_lock_for(wait)) {
                     rec(torture::kind::timeout, 0);
@@ -214,11 +241,12 @@ int run(const options& o) {
             std::this_thread::sleep_for(std::chrono::milliseconds(20)); // retry backoff
             continue;
         }
-        const std::int64_t session = skip_lock ? 0 : m->server_session_id();
+        const std::int64_t session = skip_lock || elector ? 0 : m->server_session_id();
         rec(torture::kind::grant, token, {renew ? "1" : "0", std::to_string(session)});
         auto owns = [&] {
-            return skip_lock || m->owns_lock();
+            return skip_lock || (elector ? elector->is_leader() : m->owns_lock());
         };
+        const auto term_stop = elector ? elector->stop_token() : std::stop_token{};
         try {
             const std::string hold_line = std::to_string(pid) + " " + std::to_string(token) + " " +
                                           std::to_string(session) + "\n";
@@ -237,6 +265,15 @@ int run(const options& o) {
                 if (!owns()) {
                     rec(torture::kind::told, token, {}, t);
                     lost = true;
+                    if (elector) { // the term's stop must follow (at the latest a TTL later)
+                        const auto give_up =
+                            std::chrono::steady_clock::now() + std::chrono::milliseconds(o.ttl_ms);
+                        while (!term_stop.stop_requested() &&
+                               std::chrono::steady_clock::now() < give_up)
+                            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                        if (term_stop.stop_requested())
+                            rec(torture::kind::stopreq, token);
+                    }
                     break;
                 }
                 rec(torture::kind::own, token, {}, t);
@@ -268,7 +305,13 @@ int run(const options& o) {
         }
         ::unlink(marker.c_str());
         std::string last_loss = "none", failed = "0";
-        if (!skip_lock) {
+        if (elector) {
+            const std::string error_before = elector->last_error();
+            const bool was_lost = term_stop.stop_requested(); // before resign() requests it
+            elector->resign();
+            last_loss = was_lost ? "lost" : "none";
+            failed = elector->last_error() != error_before ? "1" : "0";
+        } else if (!skip_lock) {
             // last_error() keeps the last failure until the next one: only a change is news.
             const std::string error_before = m->last_error();
             m->unlock();
@@ -277,7 +320,8 @@ int run(const options& o) {
         }
         rec(torture::kind::release, token, {last_loss, failed});
         if (failed == "1")
-            rec(torture::kind::error, token, {"unlock:" + m->last_error()});
+            rec(torture::kind::error, token,
+                {"unlock:" + (elector ? elector->last_error() : m->last_error())});
     }
     return 0;
 }
@@ -342,11 +386,16 @@ int main(int argc, char** argv) {
         take("--seed", o.seed);
         take("--self-stop-prob", o.self_stop_prob);
         take("--self-stop-once", o.self_stop_once);
+        take("--mode", o.mode);
         if (!kv.empty()) {
             std::cerr << "sqlock_torture_worker: unknown option " << kv.begin()->first << "\n";
             return 2;
         }
         o.strategy = sqlock::parse_strategy(strategy);
+        if (o.mode != "lock" && o.mode != "leader") {
+            std::cerr << "sqlock_torture_worker: --mode must be lock or leader\n";
+            return 2;
+        }
         if ((o.url.empty() && o.control != "skip-lock") || o.name.empty() || o.dir.empty())
             return usage();
     } catch (const std::exception& e) {
