@@ -21,9 +21,11 @@ int main(int argc, char** argv) {
         std::vector<std::thread> workers;
         for (int w = 0; w < 8; ++w) {
             workers.emplace_back([&] {
+                // README-BEGIN semaphore
                 sqlock::semaphore exports(db, "exports", 3, {.ttl = 30s, .renew = true});
                 std::unique_lock permit(exports); // waits for one of the 3 permits, in turn
                 // exports.permit() is 0, 1 or 2; exports.token() fences what this holder writes.
+                // README-END semaphore
                 const int now = ++running;
                 int seen = most.load();
                 while (now > seen && !most.compare_exchange_weak(seen, now)) {
