@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <vector>
 
 namespace sqlock {
 
@@ -22,7 +23,7 @@ class shared_mutex_impl {
 public:
     shared_mutex_impl(database db, std::string name, const mutex_options& options,
                       std::int64_t max_readers)
-        : m_user_on_lost(options.on_lost) {
+        : m_ttl(options.ttl), m_user_on_lost(options.on_lost) {
         validate_primitive_name(name, "shared mutex"); // before the gate's lock name is made
         mutex_options inner = options;
         // Every lease's loss comes here first: the writer's leases end its grant (told once),
@@ -78,11 +79,38 @@ public:
             m_user_on_lost(event);
     }
 
+    /// A writer that waited for readers holds leases taken at different times; without
+    /// renewal nothing extended the early ones, so the grant would start with part of their
+    /// TTL spent (or already lost). Each lease taken more than ttl/20 ago is confirmed: a
+    /// re-entry restarts it on the database and here, and its extra hold is dropped at once.
+    /// `taken_at`: [0] the gate, [k + 1] permit k. Returns false when one was lost meanwhile.
+    /// Throws what a re-entry throws otherwise (connection trouble).
+    bool confirm_early_leases(const std::vector<std::chrono::steady_clock::time_point>& taken_at) {
+        const auto now = std::chrono::steady_clock::now();
+        for (std::size_t i = 0; i < taken_at.size(); ++i) {
+            if (now - taken_at[i] <= m_ttl / 20)
+                continue;
+            mutex& lease = i == 0 ? *m_gate : m_readers->permit(i - 1);
+            try {
+                if (!lease.try_lock())
+                    return false;
+            } catch (const error& e) {
+                if (e.code() == errc::lock_lost)
+                    return false;
+                throw;
+            }
+            lease.unlock(); // the re-entry's hold; the grant's stays
+        }
+        return true;
+    }
+
     /// Gives back the first `count` permits and the gate, held by the calling thread.
     /// Returns the worst loss found and records failures.
     loss_reason give_back(std::size_t count) noexcept {
         loss_reason worst = loss_reason::none;
         const auto note = [&](mutex& m) {
+            if (m.hold_count() == 0)
+                return; // dropped already (a confirmation found it lost)
             const std::string earlier = m.last_error();
             m.unlock();
             if (m.last_loss() != loss_reason::none && worst != loss_reason::lost)
@@ -99,6 +127,7 @@ public:
         return worst;
     }
 
+    std::chrono::milliseconds m_ttl;
     std::function<void(const lock_lost_event&)> m_user_on_lost;
     std::unique_ptr<mutex> m_gate;
     std::unique_ptr<permit_pool> m_readers;
@@ -144,22 +173,40 @@ bool shared_mutex::try_lock_until_steady(std::chrono::steady_clock::time_point d
                         "\": lock() by a thread that holds it shared (no upgrade: it would wait "
                         "for itself)");
     auto& readers = *impl.m_readers;
-    if (!impl.m_gate->try_lock_until_steady(deadline))
-        return false;
-    // The gate is ours: readers that come now wait for us. Take every permit, waiting for the
-    // readers inside to leave.
-    std::size_t taken = 0;
-    try {
-        for (; taken < readers.size(); ++taken)
-            if (!readers.permit(taken).try_lock_until_steady(deadline))
+    for (;;) {
+        if (!impl.m_gate->try_lock_until_steady(deadline))
+            return false;
+        // The gate is ours: readers that come now wait for us. Take every permit, waiting for
+        // the readers inside to leave; keep what we get.
+        std::vector<std::chrono::steady_clock::time_point> taken_at{
+            std::chrono::steady_clock::now()}; // [0]: the gate, [k + 1]: permit k
+        std::size_t taken = 0;
+        try {
+            for (; taken < readers.size(); ++taken) {
+                if (!readers.permit(taken).try_lock_until_steady(deadline))
+                    break;
+                taken_at.push_back(std::chrono::steady_clock::now());
+            }
+        } catch (...) {
+            impl.give_back(taken);
+            throw;
+        }
+        if (taken < readers.size()) {
+            impl.give_back(taken);
+            return false;
+        }
+        try {
+            if (impl.confirm_early_leases(taken_at))
                 break;
-    } catch (...) {
-        impl.give_back(taken);
-        throw;
-    }
-    if (taken < readers.size()) {
-        impl.give_back(taken);
-        return false;
+        } catch (...) {
+            impl.give_back(readers.size());
+            throw;
+        }
+        // A lease taken early ran out (or was taken over) while we waited for the rest: give
+        // everything back and start again.
+        impl.give_back(readers.size());
+        if (std::chrono::steady_clock::now() >= deadline)
+            return false;
     }
     detail::shared_mutex_impl::writer_grant grant;
     grant.thread = std::this_thread::get_id();

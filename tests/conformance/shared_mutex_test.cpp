@@ -282,6 +282,34 @@ TEST_SUITE("shared_mutex_lease") { // unique_key, optimistic_version
         CHECK(told == 1);
     }
 
+    TEST_CASE("a writer that waited longer than its TTL for a reader starts with a whole lease") {
+        // Without renewal nothing extends the gate and the permits a writer took early while it
+        // waits for a reader to leave: they must be confirmed before the grant is handed out.
+        const auto name = unique_name("rw-long-wait");
+        auto reader_options = opts(1s);
+        reader_options.renew = true;
+        auto writer_options = opts(1s);
+        writer_options.renew = false;
+        shared_mutex reader(db(), name, reader_options, 2);
+        shared_mutex writer(db(), name, writer_options, 2);
+        std::atomic<bool> reading{false};
+        std::thread r([&] {
+            reader.lock_shared();
+            reading = true;
+            std::this_thread::sleep_for(2500ms); // a read longer than two TTLs, renewed
+            reader.unlock_shared();
+        });
+        REQUIRE(test::eventually([&] { return reading.load(); }, 30s));
+        const bool granted = writer.try_lock_for(20s);
+        r.join();
+        REQUIRE(granted);
+        CHECK(writer.owns_lock());
+        CHECK_FALSE(writer.stop_token().stop_requested());
+        CHECK(writer.lost_reason() == sqlock::loss_reason::none);
+        writer.unlock();
+        CHECK(writer.last_loss() == sqlock::loss_reason::none);
+    }
+
     TEST_CASE("status shows readers and the writer under the lock's name") {
         const auto name = unique_name("rw-status");
         shared_mutex rw(db(), name, opts(), 2);
