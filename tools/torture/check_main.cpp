@@ -2,6 +2,7 @@
 //
 //   sqlock_torture_check DIR TTL_MS MAX_HOLD_MS LIVENESS_BOUND_MS MODE
 //                        [--resume-bound MS] [--lock-dies-with-server] [--leader]
+//                        [--semaphore PERMITS] [--rw]
 //
 // MODE is "none" (no-fault: any loss signal is a false loss) or "fault". The options apply to
 // failover faults (checker.hpp, check_params). Reads DIR/h-*.log
@@ -42,7 +43,8 @@ std::vector<torture::event> read_history(const fs::path& path, std::int64_t& bad
 int main(int argc, char** argv) {
     const auto usage = [] {
         std::cerr << "usage: sqlock_torture_check DIR TTL_MS MAX_HOLD_MS LIVENESS_BOUND_MS "
-                     "none|fault [--resume-bound MS] [--lock-dies-with-server] [--leader]\n";
+                     "none|fault [--resume-bound MS] [--lock-dies-with-server] [--leader] "
+                     "[--semaphore PERMITS] [--rw]\n";
         return 2;
     };
     if (argc < 6)
@@ -62,6 +64,10 @@ int main(int argc, char** argv) {
                 params.lock_dies_with_server = true;
             else if (opt == "--leader")
                 params.leader = true;
+            else if (opt == "--semaphore" && i + 1 < argc)
+                params.permits = std::stoll(argv[++i]);
+            else if (opt == "--rw")
+                params.rw = true;
             else
                 return usage();
         }
@@ -123,6 +129,10 @@ int main(int argc, char** argv) {
                   << " counter=" << (r.counter_checked ? "checked" : "skipped")
                   << " timeouts=" << r.timeouts << " errors=" << r.errors
                   << " bad_lines=" << bad_lines;
+        if (params.permits > 0)
+            std::cout << " max_held=" << r.max_concurrent;
+        if (params.rw)
+            std::cout << " writers=" << r.writers << " max_readers_held=" << r.max_concurrent;
         if (!r.resume_ns.empty()) {
             std::string resume;
             for (const auto ns : r.resume_ns)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -22,7 +23,9 @@ struct grant_info {
     std::int64_t t_grant = 0;
     std::int64_t last_own = no_time; ///< latest owns_lock() == true observation
     bool told = false;
-    bool stopreq = false; ///< leader mode: stop_token() seen requested after `told`
+    bool stopreq = false;     ///< leader mode: stop_token() seen requested after `told`
+    std::int64_t permit = -1; ///< semaphore mode: the permit it holds
+    bool writer = true;       ///< rw mode: taken exclusively (false: shared, a reader)
     bool lost_cb = false;
     bool released = false;
     std::string last_loss = "none";
@@ -33,6 +36,10 @@ struct grant_info {
     std::optional<std::int64_t> incr;
 
     bool lost() const { return told || lost_cb || last_loss != "none"; }
+    /// Certainly held from its grant record to its last owns_lock() == true observation: the
+    /// grant happened before it was recorded, the observation vouches for its instant, and a
+    /// grant once invalid never becomes valid again.
+    bool has_hold() const { return last_own != no_time && last_own > t_grant; }
 };
 
 std::string ms(std::int64_t ns) {
@@ -109,6 +116,13 @@ std::vector<grant_info> collect_grants(const check_input& input, check_result& r
                 g.t_grant = e.t_ns;
                 if (const auto it = last_acquire.find(e.pid); it != last_acquire.end())
                     g.t_acquire = it->second;
+                if (e.args.size() > 2) { // the permit (semaphore) or the role (rw)
+                    const auto& a = e.args[2];
+                    if (a == "reader" || a == "writer")
+                        g.writer = a == "writer";
+                    else
+                        std::from_chars(a.data(), a.data() + a.size(), g.permit);
+                }
                 last_acquire.erase(e.pid);
                 by_pid_token[{e.pid, e.token}] = grants.size();
                 grants.push_back(std::move(g));
@@ -176,10 +190,15 @@ void add(check_result& r, std::string rule, std::string message) {
 }
 
 // Rule 1: owns_lock() == true at t by A while B, with a larger token, was already granted.
+// rw mode (writers_only): only writers' observations are tested, against grants of both
+// roles. A reader B with a larger token than writer A was granted its permit after A was
+// (A's token is at least A's lease on B's permit, and a permit's tokens increase with its
+// grants), so while A held every permit. The converse (a reader's observation, a writer with a
+// larger token) proves nothing: the writer may have come first and left; rw-overlap covers it.
 void check_overlap(const std::vector<grant_info>& grants, const grant_timeline& timeline,
-                   check_result& r) {
+                   check_result& r, bool writers_only = false) {
     for (const auto& a : grants) {
-        if (a.last_own == no_time)
+        if (a.last_own == no_time || (writers_only && !a.writer))
             continue;
         // Enough to test A's latest observation: the set of earlier grants only grows with t.
         const auto b = timeline.max_before(a.last_own);
@@ -188,6 +207,122 @@ void check_overlap(const std::vector<grant_info>& grants, const grant_timeline& 
                 who(a) + " saw owns_lock() == true " + ms(a.last_own - grants[*b].t_grant) +
                     " after " + who(grants[*b]) + " was granted (silent overlap)");
     }
+}
+
+std::string role(const grant_info& g) {
+    return g.writer ? "writer " : "reader ";
+}
+
+// Semaphore mode: at most `permits` grants certainly held at one instant (has_hold()
+// intervals), and the most seen at once.
+void check_sem_count(const std::vector<grant_info>& grants, std::int64_t permits, check_result& r) {
+    struct edge {
+        std::int64_t t;
+        int delta; // +1 start, -1 end
+        std::size_t index;
+    };
+    std::vector<edge> edges;
+    for (std::size_t i = 0; i < grants.size(); ++i) {
+        if (!grants[i].has_hold())
+            continue;
+        edges.push_back({grants[i].t_grant, +1, i});
+        edges.push_back({grants[i].last_own, -1, i});
+    }
+    // Ends first at equal times: intervals that only touch are not certainly concurrent.
+    std::sort(edges.begin(), edges.end(), [](const edge& a, const edge& b) {
+        return a.t != b.t ? a.t < b.t : a.delta < b.delta;
+    });
+    std::set<std::size_t> active;
+    for (const auto& e : edges) {
+        if (e.delta < 0) {
+            active.erase(e.index);
+            continue;
+        }
+        active.insert(e.index);
+        const auto n = static_cast<std::int64_t>(active.size());
+        r.max_concurrent = std::max(r.max_concurrent, n);
+        if (n == permits + 1) { // report each excursion above the limit once
+            std::string holders;
+            for (auto i : active)
+                holders += (holders.empty() ? "" : ", ") + who(grants[i]) + " permit " +
+                           std::to_string(grants[i].permit);
+            add(r, "sem-count",
+                std::to_string(n) + " grants certainly held at once (" + std::to_string(permits) +
+                    " permits) when " + who(grants[e.index]) + " was granted: " + holders);
+        }
+    }
+}
+
+// rw mode: no grant certainly held while a writer certainly held (has_hold() intervals
+// intersect); readers may share. Also the most readers certainly held at once.
+void check_rw_overlap(const std::vector<grant_info>& grants, check_result& r) {
+    for (std::size_t i = 0; i < grants.size(); ++i) {
+        const auto& w = grants[i];
+        if (!w.writer || !w.has_hold())
+            continue;
+        for (std::size_t j = 0; j < grants.size(); ++j) {
+            const auto& g = grants[j];
+            if (j == i || !g.has_hold() || (g.writer && j < i))
+                continue; // a pair of writers is reported once
+            const std::int64_t from = std::max(w.t_grant, g.t_grant);
+            const std::int64_t to = std::min(w.last_own, g.last_own);
+            if (from < to)
+                add(r, "rw-overlap",
+                    "writer " + who(w) + " and " + role(g) + who(g) +
+                        " were both certainly held for " + ms(to - from) +
+                        " (both granted by then, both still saw owns == true)");
+        }
+    }
+    struct edge {
+        std::int64_t t;
+        int delta;
+    };
+    std::vector<edge> edges;
+    for (const auto& g : grants)
+        if (!g.writer && g.has_hold()) {
+            edges.push_back({g.t_grant, +1});
+            edges.push_back({g.last_own, -1});
+        }
+    std::sort(edges.begin(), edges.end(), [](const edge& a, const edge& b) {
+        return a.t != b.t ? a.t < b.t : a.delta < b.delta;
+    });
+    std::int64_t n = 0;
+    for (const auto& e : edges)
+        r.max_concurrent = std::max(r.max_concurrent, n += e.delta);
+}
+
+// rw mode: writers' tokens are unique, and each writer's token is above every grant (either
+// role) recorded before its lock() call began: a writer's token is the largest of its
+// leases, each fresh, from one sequence per database.
+void check_rw_tokens(const std::vector<grant_info>& grants, const grant_timeline& timeline,
+                     check_result& r) {
+    std::map<std::int64_t, const grant_info*> seen;
+    for (const auto& g : grants) {
+        if (!g.writer)
+            continue;
+        const auto [it, fresh] = seen.emplace(g.token, &g);
+        if (!fresh)
+            add(r, "token-dup",
+                "writer token " + std::to_string(g.token) + " granted twice (pid " +
+                    std::to_string(it->second->pid) + " and pid " + std::to_string(g.pid) + ")");
+    }
+    for (const auto& b : grants) {
+        if (!b.writer || b.t_acquire == no_time)
+            continue;
+        const auto a = timeline.max_before(b.t_acquire);
+        if (a && grants[*a].token >= b.token)
+            add(r, "token-order",
+                role(grants[*a]) + who(grants[*a]) + " was granted before writer " + who(b) +
+                    " started its lock() call, yet the writer's token is not above it");
+    }
+}
+
+/// The grants of each permit (semaphore mode), by permit.
+std::map<std::int64_t, std::vector<grant_info>> by_permit(const std::vector<grant_info>& grants) {
+    std::map<std::int64_t, std::vector<grant_info>> out;
+    for (const auto& g : grants)
+        out[g.permit].push_back(g);
+    return out;
 }
 
 // Rule 1c (leader mode): an elector told it no longer leads (is_leader() false during the
@@ -430,11 +565,33 @@ check_result check(const check_input& input, const check_params& params) {
     if (params.no_fault)
         r.false_losses = r.losses;
     const grant_timeline timeline(grants);
-    check_overlap(grants, timeline, r);
+    if (params.permits > 0) {
+        // A semaphore: tokens mean something within a permit only; one holder per permit.
+        check_sem_count(grants, params.permits, r);
+        for (const auto& [permit, mine] : by_permit(grants)) {
+            const grant_timeline permit_timeline(mine);
+            check_overlap(mine, permit_timeline, r);
+            check_tokens(mine, permit_timeline, r);
+        }
+    } else if (params.rw) {
+        for (const auto& g : grants)
+            r.writers += g.writer ? 1 : 0;
+        check_rw_overlap(grants, r);
+        check_overlap(grants, timeline, r, true);
+        check_rw_tokens(grants, timeline, r);
+        // Only writers write the counter: only their losses make it uncheckable.
+        std::vector<grant_info> writers;
+        std::copy_if(grants.begin(), grants.end(), std::back_inserter(writers),
+                     [](const grant_info& g) { return g.writer; });
+        check_counter(writers, input, r);
+    } else {
+        check_overlap(grants, timeline, r);
+        check_tokens(grants, timeline, r);
+    }
     if (params.leader)
         check_leader_stop(grants, r);
-    check_counter(grants, input, r);
-    check_tokens(grants, timeline, r);
+    if (params.permits == 0 && !params.rw)
+        check_counter(grants, input, r);
     check_fence(grants, input, r);
     check_pauses(grants, input, params, r);
     check_liveness(timeline, input, params, r);

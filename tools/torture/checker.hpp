@@ -52,11 +52,22 @@ struct check_params {
     /// saw is_leader() turn false must also have seen its stop_token() requested (rule
     /// leader-stop).
     bool leader = false;
+    /// Semaphore mode (worker --mode semaphore) with this many permits; 0: not a semaphore.
+    /// The grant events carry the permit. At most `permits` grants may be certainly held at
+    /// once (rule sem-count); overlap, token-dup and token-order apply per permit; fence and
+    /// counter do not apply (no fenced or counter writes are made).
+    std::int64_t permits = 0;
+    /// Reader-writer mode (worker --mode rw): grant events carry "reader" or "writer". No
+    /// grant certainly held at the same time as a writer's (rw-overlap); overlap only for
+    /// writers' observations; writer tokens unique and above every grant recorded before the
+    /// writer's acquire (token-dup, token-order); fence and counter for writers.
+    bool rw = false;
 };
 
 struct violation {
     std::string rule; ///< overlap, counter, token-dup, token-order, fence, fence-silent, pause,
-                      ///< liveness, resume, failover-own, failover-silent, leader-stop
+                      ///< liveness, resume, failover-own, failover-silent, leader-stop,
+                      ///< sem-count, rw-overlap
     std::string message;
 };
 
@@ -83,6 +94,11 @@ struct check_result {
     std::int64_t failover_held = 0;
     /// Of those, the ones whose holder was told during the hold (owns_lock() false, on_lost).
     std::int64_t failover_told = 0;
+    /// Semaphore mode: most grants certainly held at one instant. rw mode: most readers
+    /// certainly held at one instant (shows readers did share).
+    std::int64_t max_concurrent = 0;
+    /// rw mode: grants taken exclusively.
+    std::int64_t writers = 0;
     std::vector<violation> violations;
 
     /// No violation, and no false loss in no-fault mode.

@@ -24,9 +24,11 @@ struct worker_log {
     }
     /// A clean grant: acquire, grant, read, own observations, fence, counter, release.
     worker_log& hold(std::int64_t t_acquire, std::int64_t t_grant, std::int64_t t_release,
-                     std::int64_t token, std::int64_t counter_value) {
+                     std::int64_t token, std::int64_t counter_value, std::string detail = {}) {
         ev(t_acquire, kind::acquire);
-        ev(t_grant, kind::grant, token, {"1", "0"});
+        ev(t_grant, kind::grant, token,
+           detail.empty() ? std::vector<std::string>{"1", "0"}
+                          : std::vector<std::string>{"1", "0", detail});
         ev(t_grant + 1, kind::read, token, {std::to_string(counter_value)});
         for (auto t = t_grant + 2; t < t_release - 2; t += 10)
             ev(t, kind::own, token);
@@ -34,6 +36,18 @@ struct worker_log {
         ev(t_release - 1, kind::fence, token, {"accepted", "0"});
         ev(t_release - 1, kind::cw, token, {std::to_string(counter_value + 1)});
         ev(t_release - 1, kind::incr, token, {std::to_string(counter_value + 1)});
+        ev(t_release, kind::release, token, {"none", "0"});
+        return *this;
+    }
+    /// A grant that is not alone (a semaphore permit, an rw reader): no fenced or counter
+    /// write. `detail` is the grant's third argument (the permit, or "reader").
+    worker_log& shared(std::int64_t t_acquire, std::int64_t t_grant, std::int64_t t_release,
+                       std::int64_t token, const std::string& detail) {
+        ev(t_acquire, kind::acquire);
+        ev(t_grant, kind::grant, token, {"1", "0", detail});
+        for (auto t = t_grant + 2; t < t_release - 2; t += 10)
+            ev(t, kind::own, token);
+        ev(t_release - 2, kind::own, token);
         ev(t_release, kind::release, token, {"none", "0"});
         return *this;
     }
@@ -362,4 +376,196 @@ TEST_CASE("rule 6: a session lock held across a failover must be heard lost") {
     r = check(in, p);
     CHECK(r.passed());
     CHECK(r.failover_told == 1);
+}
+
+namespace {
+
+check_params sem_params(std::int64_t permits) {
+    auto p = params();
+    p.permits = permits;
+    return p;
+}
+
+check_params rw_params() {
+    auto p = params();
+    p.rw = true;
+    return p;
+}
+
+/// Two permits, three workers: at most two holders at once; each permit's tokens increase,
+/// tokens of different permits are unrelated (a later grant may have a smaller one).
+check_input clean_semaphore_run() {
+    check_input in;
+    worker_log a{100}, b{200}, c{300};
+    a.shared(0, 10, 100, 5, "0");    // permit 0, token 5
+    b.shared(0, 20, 150, 1, "1");    // permit 1, token 1 (smaller than a's: another permit)
+    c.shared(30, 101, 200, 6, "0");  // permit 0 after a left
+    a.shared(101, 151, 250, 3, "1"); // permit 1 after b left: below a's token 5 of permit 0
+    b.shared(151, 201, 300, 7, "0");
+    in.workers = {a.events, b.events, c.events};
+    in.harness = {note(0, kind::run_start), note(5000, kind::run_end)};
+    return in;
+}
+
+} // namespace
+
+TEST_CASE("semaphore: a clean history with N holders at once passes") {
+    const auto r = check(clean_semaphore_run(), sem_params(2));
+    for (const auto& v : r.violations)
+        INFO(v.rule << ": " << v.message);
+    CHECK(r.passed());
+    CHECK(r.max_concurrent == 2);
+    CHECK_FALSE(r.counter_checked); // no counter writes in semaphore mode
+    // The same history read as a mutex's is full of violations (tokens across permits).
+    CHECK_FALSE(check(clean_semaphore_run(), params()).passed());
+}
+
+TEST_CASE("semaphore: more than N grants certainly held at once is a violation") {
+    auto in = clean_semaphore_run();
+    worker_log d{400};
+    d.shared(0, 50, 90, 1, "2"); // a third holder while a (10-98) and b (20-148) hold
+    in.workers.push_back(d.events);
+    auto r = check(in, sem_params(2));
+    CHECK(has_rule(r, "sem-count"));
+    CHECK(r.max_concurrent == 3);
+    CHECK(check(in, sem_params(3)).passed());
+    // Intervals that only touch are not certainly concurrent: granted at a's last own (98),
+    // last seen held (99) before c was granted (101).
+    in.workers.back().clear();
+    worker_log e{400};
+    e.shared(0, 98, 101, 1, "2");
+    in.workers.back() = e.events;
+    CHECK_FALSE(has_rule(check(in, sem_params(2)), "sem-count"));
+}
+
+TEST_CASE("semaphore: tokens of one permit must increase; overlap is checked per permit") {
+    auto in = clean_semaphore_run();
+    worker_log d{400};
+    d.shared(260, 270, 280, 6, "0"); // permit 0 after token 7 was granted (at 201): smaller
+    in.workers.push_back(d.events);
+    auto r = check(in, sem_params(2));
+    CHECK(has_rule(r, "token-order"));
+    CHECK(has_rule(r, "token-dup")); // token 6 of permit 0 was c's
+    CHECK_FALSE(has_rule(r, "sem-count"));
+
+    // Two holders of permit 0: a (10-98) still sees it held after token 9 of permit 0 was
+    // granted to d; b holds permit 1 and c starts at 101: never three at once.
+    in = clean_semaphore_run();
+    worker_log e{400};
+    e.shared(40, 60, 80, 9, "0");
+    in.workers.push_back(e.events);
+    r = check(in, sem_params(2));
+    CHECK(has_rule(r, "overlap"));
+    CHECK(has_rule(r, "sem-count")); // a, b and e at once
+    CHECK_FALSE(has_rule(check(in, sem_params(3)), "sem-count"));
+    CHECK(has_rule(check(in, sem_params(3)), "overlap"));
+}
+
+namespace {
+
+/// Two readers together, then a writer (fenced and counter write), then a reader.
+check_input clean_rw_run() {
+    check_input in;
+    worker_log a{100}, b{200}, c{300};
+    a.shared(0, 10, 100, 1, "reader");
+    b.shared(0, 20, 110, 2, "reader");
+    c.hold(50, 120, 200, 5, 0, "writer"); // asked while both read: token above both
+    a.shared(150, 210, 300, 4, "reader"); // a reader's token is its permit's: may be lower
+    in.workers = {a.events, b.events, c.events};
+    in.harness = {note(0, kind::run_start), note(5000, kind::run_end)};
+    in.fence_log = {{199 * ms, 300, 5}};
+    in.counter_final = 1;
+    return in;
+}
+
+} // namespace
+
+TEST_CASE("rw: readers may share; a clean history passes") {
+    const auto r = check(clean_rw_run(), rw_params());
+    for (const auto& v : r.violations)
+        INFO(v.rule << ": " << v.message);
+    CHECK(r.passed());
+    CHECK(r.max_concurrent == 2);
+    CHECK(r.writers == 1);
+    CHECK(r.counter_checked);
+    // The same history read as a mutex's: the readers overlap.
+    CHECK(has_rule(check(clean_rw_run(), params()), "overlap"));
+}
+
+TEST_CASE("rw: a reader certainly held while a writer was is a violation") {
+    auto in = clean_rw_run();
+    worker_log d{400};
+    d.shared(130, 140, 170, 3, "reader"); // inside the writer's hold (120-198), smaller token
+    in.workers.push_back(d.events);
+    auto r = check(in, rw_params());
+    CHECK(has_rule(r, "rw-overlap"));
+    CHECK_FALSE(has_rule(r, "overlap")); // a smaller token proves nothing by itself
+    // A reader with a larger token granted before the writer's observation: overlap too.
+    in.workers.back().clear();
+    worker_log e{400};
+    e.shared(130, 140, 170, 8, "reader");
+    in.workers.back() = e.events;
+    r = check(in, rw_params());
+    CHECK(has_rule(r, "rw-overlap"));
+    CHECK(has_rule(r, "overlap"));
+}
+
+TEST_CASE("rw: two writers certainly held at once is a violation") {
+    auto in = clean_rw_run();
+    worker_log d{400};
+    d.hold(115, 125, 160, 6, 1, "writer");
+    in.workers.push_back(d.events);
+    in.fence_log = {{159 * ms, 400, 6}, {199 * ms, 300, 5}};
+    const auto r = check(in, rw_params());
+    CHECK(has_rule(r, "rw-overlap"));
+    CHECK(has_rule(r, "overlap")); // the writer with token 5 saw it held after token 6
+    CHECK(has_rule(r, "fence"));
+}
+
+TEST_CASE("rw: a writer's token is above every grant recorded before it asked") {
+    auto in = clean_rw_run();
+    worker_log d{400};
+    d.hold(305, 310, 400, 3, 1, "writer"); // asked after reader token 4 was granted (210)
+    in.workers.push_back(d.events);
+    in.counter_final = 2;
+    auto r = check(in, rw_params());
+    CHECK(has_rule(r, "token-order"));
+    CHECK_FALSE(has_rule(r, "rw-overlap"));
+    // Equal is not above either.
+    in.workers.back().clear();
+    worker_log e{400};
+    e.hold(305, 310, 400, 4, 1, "writer");
+    in.workers.back() = e.events;
+    CHECK(has_rule(check(in, rw_params()), "token-order"));
+    // A writer's token repeated is token-dup.
+    in.workers.back().clear();
+    worker_log f{400};
+    f.hold(305, 310, 400, 5, 1, "writer");
+    in.workers.back() = f.events;
+    CHECK(has_rule(check(in, rw_params()), "token-dup"));
+}
+
+TEST_CASE("rw: a reader after a writer left is fine even with a smaller token") {
+    check_input in;
+    worker_log w{100}, r1{200};
+    w.hold(0, 10, 60, 9, 0, "writer");
+    r1.shared(5, 100, 200, 3, "reader"); // the mutex overlap rule would flag its observations
+    in.workers = {w.events, r1.events};
+    in.harness = {note(0, kind::run_start), note(5000, kind::run_end)};
+    in.fence_log = {{59 * ms, 100, 9}};
+    in.counter_final = 1;
+    CHECK(check(in, rw_params()).passed());
+    CHECK_FALSE(check(in, params()).passed());
+}
+
+TEST_CASE("rw: only writers' losses stop the counter check; lost updates among writers") {
+    auto in = clean_rw_run();
+    in.workers[1].push_back({50 * ms, 200, kind::told, 2, {}}); // reader b was told
+    CHECK(check(in, rw_params()).counter_checked);
+    worker_log d{400};
+    d.hold(300, 310, 400, 7, 0, "writer"); // read 0 again: a lost update
+    in.workers.push_back(d.events);
+    in.fence_log.push_back({399 * ms, 400, 7});
+    const auto r = check(in, rw_params());
+    CHECK(has_rule(r, "counter"));
 }

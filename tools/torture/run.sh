@@ -5,10 +5,11 @@
 #                        [--nemesis LIST] [--processes N] [--duration SECS] [--ttl MS]
 #                        [--hold MIN-MAX] [--seed N] [--interval MS] [--liveness-bound MS]
 #                        [--renew on|off|mix] [--build DIR] [--keep] [--control skip-lock|ignore-tokens]
-#                        [--clock-step SECS] [--partition-ms MS] [--mode lock|leader]
+#                        [--clock-step SECS] [--partition-ms MS]
+#                        [--mode lock|leader|semaphore|rw] [--permits N] [--writer-share PCT]
 #   tools/torture/run.sh --controls     both negative controls; exit 0 only if both are caught
 #   tools/torture/run.sh --smoke        every backend x strategy, short (a few minutes), and
-#                                       leader mode on every backend
+#                                       leader, semaphore and rw mode on every backend
 #   tools/torture/run.sh --long [--backend B] [--strategy S] [--duration SECS]
 #                                       every (selected) backend x strategy, 10 minutes each,
 #                                       all nemeses mixed, then the controls; a markdown table
@@ -21,6 +22,8 @@
 #
 # --mode leader: the workers are sqlock::leader_election electors (unique_key, renewed) instead
 # of mutexes; the checker adds rule leader-stop (README.md, "Leader mode").
+# --mode semaphore: sqlock::semaphore with --permits N (2); --mode rw: sqlock::shared_mutex with
+# --permits reader permits, --writer-share PCT (33) of the grants exclusive (README.md).
 # NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|clock|partition|mix
 # (and failover, --failover only);
 # "KIND:N" injects KIND at most N times. Prints one summary line per run; exits 1 if any run
@@ -35,9 +38,9 @@ BACKENDS=sqlite STRATEGIES=unique_key NEMESES=none PROCESSES='' DURATION=20 TTL=
 HOLD=1-80 SEED=$((RANDOM * 32768 + RANDOM)) INTERVAL=2000 BOUND=3000 RENEW=mix
 BUILD=$ROOT/build/ci KEEP=0 DURATION_SET=0 CONTROL=none MODE=single STOP_FACTOR=15
 CLOCK_STEP=10 PARTITION_MS='' BACKENDS_SET=0 STRATEGIES_SET=0 RUNS=5 RESUME_BOUND='' TTL_SET=0
-HOLD_SET=0 WORKER_MODE=lock
+HOLD_SET=0 WORKER_MODE=lock PERMITS=2 WRITER_SHARE=33
 
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "torture: $*" >&2; exit 2; }
 
 while (($#)); do
@@ -64,6 +67,8 @@ while (($#)); do
     --failover) MODE=failover ;;
     --runs) RUNS=$2; shift ;;
     --mode) WORKER_MODE=$2; shift ;;
+    --permits) PERMITS=$2; shift ;;
+    --writer-share) WRITER_SHARE=$2; shift ;;
     --resume-bound) RESUME_BOUND=$2; shift ;;
     -h|--help) usage ;;
     *) echo "torture: unknown option $1" >&2; usage ;;
@@ -77,7 +82,11 @@ done
 [[ $CLOCK_STEP =~ ^[1-9][0-9]*$ ]] || die "--clock-step wants whole seconds > 0"
 [[ -z $PARTITION_MS || $PARTITION_MS =~ ^[1-9][0-9]*$ ]] || die "--partition-ms wants MS > 0"
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "--runs wants N > 0"
-[[ $WORKER_MODE =~ ^(lock|leader)$ ]] || die "--mode wants lock or leader"
+[[ $WORKER_MODE =~ ^(lock|leader|semaphore|rw)$ ]] || die "--mode wants lock, leader, semaphore or rw"
+[[ $PERMITS =~ ^[1-9][0-9]*$ ]] || die "--permits wants N > 0"
+if [[ ! $WRITER_SHARE =~ ^[0-9]+$ ]] || ((WRITER_SHARE > 100)); then die "--writer-share wants 0-100"; fi
+[[ $WORKER_MODE =~ ^(lock|leader)$ || $CONTROL == none ]] ||
+  die "--control: the negative controls run in lock mode"
 [[ $WORKER_MODE == lock || $STRATEGIES == unique_key ]] ||
   die "--mode leader: leader_election is built on unique_key (--strategy unique_key)"
 [[ -z $RESUME_BOUND || $RESUME_BOUND =~ ^[1-9][0-9]*$ ]] || die "--resume-bound wants MS > 0"
@@ -162,7 +171,8 @@ spawn() {  # spawn SLOT
   "${as[@]}" "$WORKER" run --url "$URL" --name "$NAME" --strategy "$STRATEGY" --ttl-ms "$TTL" \
     --dir "$RUN" --slot "$slot" --hold-min-pct "$HOLD_MIN" --hold-max-pct "$HOLD_MAX" \
     --renew "$RENEW_NOW" --seed $((SEED + slot * 7919 + SPAWNS[slot] * 104729)) \
-    --control "$CONTROL" --mode "$WORKER_MODE" "${extra[@]}" 2>>"$RUN/worker-$slot.err" &
+    --control "$CONTROL" --mode "$WORKER_MODE" --permits "$PERMITS" --writer-share "$WRITER_SHARE" \
+    "${extra[@]}" 2>>"$RUN/worker-$slot.err" &
   PIDS[slot]=$!
 }
 
@@ -477,6 +487,13 @@ teardown() {
 }
 RUN_NO=0
 RESULTS=()
+mode_label() {
+  case $WORKER_MODE in
+    leader) echo ' mode=leader' ;;
+    semaphore) echo " mode=semaphore permits=$PERMITS" ;;
+    rw) echo " mode=rw max_readers=$PERMITS writer_share=$WRITER_SHARE" ;;
+  esac
+}
 # run_one BACKEND STRATEGY NEMESES DURATION PROCESSES -> prints the summary line; 0 pass, 1 fail
 run_one() {
   BACKEND=$1 STRATEGY=$2
@@ -592,6 +609,8 @@ run_one() {
     [[ $STRATEGY == select_for_update ]] && check_opts+=(--lock-dies-with-server)
   fi
   [[ $WORKER_MODE == leader ]] && check_opts+=(--leader)
+  [[ $WORKER_MODE == semaphore ]] && check_opts+=(--semaphore "$PERMITS")
+  [[ $WORKER_MODE == rw ]] && check_opts+=(--rw)
   fields=$("$CHECK" "$RUN" "$TTL" "$max_hold" "$BOUND" "$mode" "${check_opts[@]}") || rc=$?
   ((rc <= 1)) || { fields="checker-error"; rc=1; }
   if [[ -n $CLUSTER ]]; then
@@ -612,7 +631,7 @@ run_one() {
   else
     ((rc)) && verdict=FAIL || verdict=PASS
   fi
-  local line="torture ${RUN_LABEL}backend=$BACKEND$([[ -n $CLUSTER ]] && echo -failover) strategy=$STRATEGY$([[ $WORKER_MODE == leader ]] && echo ' mode=leader') nemesis=$nemeses control=$CONTROL processes=$procs seconds=$secs ttl_ms=$TTL hold=$HOLD seed=$SEED $fields verdict=$verdict report=$RUN/report.txt"
+  local line="torture ${RUN_LABEL}backend=$BACKEND$([[ -n $CLUSTER ]] && echo -failover) strategy=$STRATEGY$(mode_label) nemesis=$nemeses control=$CONTROL processes=$procs seconds=$secs ttl_ms=$TTL hold=$HOLD seed=$SEED $fields verdict=$verdict report=$RUN/report.txt"
   echo "$line"
   RESULTS+=("$line")
   ((rc == 0)) || KEEP=1
@@ -680,6 +699,9 @@ case $MODE in
     # leader_election electors (built on unique_key), with kills and stops.
     saved_strategies=$STRATEGIES STRATEGIES=unique_key WORKER_MODE=leader
     run_matrix kill,stop:2 8 4 || status=1
+    # semaphore (2 permits) and shared_mutex (2 reader permits, a third of grants exclusive).
+    WORKER_MODE=semaphore; run_matrix kill,stop:2 10 4 || status=1
+    WORKER_MODE=rw; run_matrix kill,stop:2 10 4 || status=1
     STRATEGIES=$saved_strategies WORKER_MODE=lock
     TTL=1500 HOLD=1-80
     run_matrix none 14 6 || status=1

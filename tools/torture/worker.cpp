@@ -3,7 +3,8 @@
 //   sqlock_torture_worker run --url URL --name NAME --strategy S --ttl-ms T --dir DIR --slot K
 //       [--hold-min-pct 1] [--hold-max-pct 80] [--renew on|off|mix] [--seed N] [--poll-ms 5]
 //       [--wait-factor 10] [--control none|skip-lock|ignore-tokens] [--self-stop-prob P]
-//       [--self-stop-once FILE] [--mode lock|leader]
+//       [--self-stop-once FILE] [--mode lock|leader|semaphore|rw] [--permits N]
+//       [--writer-share PCT]
 //   sqlock_torture_worker note FILE KIND [ARG...]     append a harness note (PID 0, TOKEN 0)
 //
 // "run" loops until DIR/stop exists: acquire, hold (observing owns_lock()), fenced write,
@@ -18,6 +19,12 @@
 // instead of a mutex: campaign (try_campaign_for) is the acquire, the term is the token,
 // is_leader() is what "own"/"told" record, resign() is the release. After `told` it waits (up
 // to a TTL) for the term's stop_token() to be requested and records `stopreq` when it is.
+//
+// --mode semaphore: a sqlock::semaphore with --permits N permits instead of a mutex; the grant
+// records the permit number, and there is no fenced write or counter write (both assume one
+// holder at a time). --mode rw: a sqlock::shared_mutex with --permits reader permits; each
+// grant is exclusive (a writer) with probability --writer-share percent, else shared; the grant
+// records the role, and only writers make the fenced write and the counter write.
 #include "history.hpp"
 
 #include <atomic>
@@ -49,6 +56,8 @@ struct options {
     sqlock::strategy strategy = sqlock::strategy::unique_key;
     std::int64_t ttl_ms = 1500, hold_min_pct = 1, hold_max_pct = 80, poll_ms = 5;
     std::int64_t wait_factor = 10;
+    std::int64_t permits = 2;       ///< semaphore permits; rw mode: reader permits
+    std::int64_t writer_share = 33; ///< rw mode: percent of grants taken exclusively
     int slot = 0;
     unsigned seed = 0;
     double self_stop_prob = 0;
@@ -141,6 +150,86 @@ bool claim_once(const std::string& path) {
     return true;
 }
 
+/// What a worker contends with in lock, semaphore and rw mode: one interface over
+/// sqlock::mutex, sqlock::semaphore and sqlock::shared_mutex. `writer` only matters in rw mode.
+class contender {
+public:
+    virtual ~contender() = default;
+    virtual bool try_lock_for(std::chrono::milliseconds wait, bool writer) = 0;
+    virtual std::int64_t token() const = 0;
+    /// Third grant argument: the permit (semaphore), the role (rw); empty for a mutex.
+    virtual std::string grant_detail(bool writer) const = 0;
+    virtual std::int64_t session() const = 0;
+    virtual bool owns(bool writer) const = 0;
+    virtual void unlock(bool writer) = 0;
+    virtual sqlock::loss_reason last_loss() const = 0;
+    virtual std::string last_error() const = 0;
+};
+
+class mutex_contender final : public contender {
+public:
+    mutex_contender(sqlock::database db, const std::string& name, sqlock::mutex_options mo)
+        : m(std::move(db), name, std::move(mo)) {}
+    bool try_lock_for(std::chrono::milliseconds wait, bool) override {
+        return m.try_lock_for(wait);
+    }
+    std::int64_t token() const override { return m.token(); }
+    std::string grant_detail(bool) const override { return {}; }
+    std::int64_t session() const override { return m.server_session_id(); }
+    bool owns(bool) const override { return m.owns_lock(); }
+    void unlock(bool) override { m.unlock(); }
+    sqlock::loss_reason last_loss() const override { return m.last_loss(); }
+    std::string last_error() const override { return m.last_error(); }
+
+private:
+    sqlock::mutex m;
+};
+
+class semaphore_contender final : public contender {
+public:
+    semaphore_contender(sqlock::database db, const std::string& name, std::int64_t permits,
+                        sqlock::mutex_options mo)
+        : s(std::move(db), name, permits, std::move(mo)) {}
+    bool try_lock_for(std::chrono::milliseconds wait, bool) override {
+        return s.try_acquire_for(wait);
+    }
+    std::int64_t token() const override { return s.token(); }
+    std::string grant_detail(bool) const override { return std::to_string(s.permit()); }
+    std::int64_t session() const override { return 0; }
+    bool owns(bool) const override { return s.owns_lock(); }
+    void unlock(bool) override { s.release(); }
+    sqlock::loss_reason last_loss() const override { return s.last_loss(); }
+    std::string last_error() const override { return s.last_error(); }
+
+private:
+    sqlock::semaphore s;
+};
+
+class rw_contender final : public contender {
+public:
+    rw_contender(sqlock::database db, const std::string& name, std::int64_t max_readers,
+                 sqlock::mutex_options mo)
+        : m(std::move(db), name, std::move(mo), max_readers) {}
+    bool try_lock_for(std::chrono::milliseconds wait, bool writer) override {
+        return writer ? m.try_lock_for(wait) : m.try_lock_shared_for(wait);
+    }
+    std::int64_t token() const override { return m.token(); }
+    std::string grant_detail(bool writer) const override { return writer ? "writer" : "reader"; }
+    std::int64_t session() const override { return 0; }
+    bool owns(bool writer) const override { return writer ? m.owns_lock() : m.owns_shared(); }
+    void unlock(bool writer) override {
+        if (writer)
+            m.unlock();
+        else
+            m.unlock_shared();
+    }
+    sqlock::loss_reason last_loss() const override { return m.last_loss(); }
+    std::string last_error() const override { return m.last_error(); }
+
+private:
+    sqlock::shared_mutex m;
+};
+
 bool stop_file_exists(const options& o) {
     return ::access((o.dir + "/stop").c_str(), F_OK) == 0;
 }
@@ -175,7 +264,7 @@ int run(const options& o) {
             std::this_thread::sleep_for(std::chrono::milliseconds(100)); // retry backoff
         }
     }
-    auto make = [&](bool renew) -> std::unique_ptr<sqlock::mutex> {
+    auto make = [&](bool renew) -> std::unique_ptr<contender> {
         if (skip_lock)
             return nullptr;
         sqlock::mutex_options mo;
@@ -189,7 +278,11 @@ int run(const options& o) {
                            e.token,
                            {std::string(sqlock::to_string(e.reason))}});
         };
-        return std::make_unique<sqlock::mutex>(*db, o.name, mo);
+        if (o.mode == "semaphore")
+            return std::make_unique<semaphore_contender>(*db, o.name, o.permits, mo);
+        if (o.mode == "rw")
+            return std::make_unique<rw_contender>(*db, o.name, o.permits, mo);
+        return std::make_unique<mutex_contender>(*db, o.name, mo);
     };
     const bool leader_mode = o.mode == "leader";
     const auto renewing = leader_mode ? nullptr : make(true);
@@ -212,13 +305,18 @@ int run(const options& o) {
     while (!stop_file_exists(o)) {
         const bool renew =
             leader_mode || o.renew == "on" || (o.renew == "mix" && uniform(0, 1) == 1);
-        sqlock::mutex* m = renew ? renewing.get() : plain.get();
+        contender* m = renew ? renewing.get() : plain.get();
+        // rw mode: this grant is exclusive (a writer) or shared (a reader).
+        const bool writer = o.mode != "rw" || uniform(0, 99) < o.writer_share;
+        // Semaphore holders and rw readers are not alone: no fenced write, no counter write.
+        const bool writes = o.mode != "semaphore" && writer;
         std::int64_t hold_ms = uniform(o.ttl_ms * o.hold_min_pct, o.ttl_ms * o.hold_max_pct) / 100;
         if (!renew && !skip_lock) // without renewal a hold past the lease would be lost
             hold_ms = std::min(hold_ms, o.ttl_ms * 8 / 10);
 
         rec(torture::kind::acquire, 0);
         std::int64_t token = 0;
+        std::string detail; // the permit or the role, recorded with the grant
         try {
             if (skip_lock) {
                 token = next_ticket(o.dir);
@@ -230,21 +328,25 @@ int run(const options& o) {
                 }
                 token = *term;
             } else {
-                if (!m->try_lock_for(wait)) {
+                if (!m->try_lock_for(wait, writer)) {
                     rec(torture::kind::timeout, 0);
                     continue;
                 }
                 token = m->token();
+                detail = m->grant_detail(writer);
             }
         } catch (const std::exception& e) {
             rec(torture::kind::error, 0, {std::string("lock:") + e.what()});
             std::this_thread::sleep_for(std::chrono::milliseconds(20)); // retry backoff
             continue;
         }
-        const std::int64_t session = skip_lock || elector ? 0 : m->server_session_id();
-        rec(torture::kind::grant, token, {renew ? "1" : "0", std::to_string(session)});
+        const std::int64_t session = skip_lock || elector ? 0 : m->session();
+        std::vector<std::string> grant_args{renew ? "1" : "0", std::to_string(session)};
+        if (!detail.empty())
+            grant_args.push_back(detail);
+        rec(torture::kind::grant, token, std::move(grant_args));
         auto owns = [&] {
-            return skip_lock || (elector ? elector->is_leader() : m->owns_lock());
+            return skip_lock || (elector ? elector->is_leader() : m->owns(writer));
         };
         const auto term_stop = elector ? elector->stop_token() : std::stop_token{};
         try {
@@ -281,7 +383,15 @@ int run(const options& o) {
                     break; // this observation was the final check
                 std::this_thread::sleep_for(std::chrono::milliseconds(o.poll_ms));
             }
-            if (!lost) {
+            if (!lost && !writes) {
+                // Not alone (semaphore, rw reader): the window only, for self-stops.
+                if (g_stop_requested.exchange(false) ||
+                    std::uniform_real_distribution<double>(0, 1)(rng) < o.self_stop_prob) {
+                    rec(torture::kind::selfstop, token);
+                    std::raise(SIGSTOP);
+                    rec(torture::kind::resumed, token);
+                }
+            } else if (!lost) {
                 // The write window: no owns_lock() check from here on; fencing protects it.
                 std::this_thread::sleep_for(std::chrono::microseconds(uniform(0, 2000)));
                 if (g_stop_requested.exchange(false) ||
@@ -314,7 +424,7 @@ int run(const options& o) {
         } else if (!skip_lock) {
             // last_error() keeps the last failure until the next one: only a change is news.
             const std::string error_before = m->last_error();
-            m->unlock();
+            m->unlock(writer);
             last_loss = std::string(sqlock::to_string(m->last_loss()));
             failed = m->last_error() != error_before ? "1" : "0";
         }
@@ -387,13 +497,15 @@ int main(int argc, char** argv) {
         take("--self-stop-prob", o.self_stop_prob);
         take("--self-stop-once", o.self_stop_once);
         take("--mode", o.mode);
+        take("--permits", o.permits);
+        take("--writer-share", o.writer_share);
         if (!kv.empty()) {
             std::cerr << "sqlock_torture_worker: unknown option " << kv.begin()->first << "\n";
             return 2;
         }
         o.strategy = sqlock::parse_strategy(strategy);
-        if (o.mode != "lock" && o.mode != "leader") {
-            std::cerr << "sqlock_torture_worker: --mode must be lock or leader\n";
+        if (o.mode != "lock" && o.mode != "leader" && o.mode != "semaphore" && o.mode != "rw") {
+            std::cerr << "sqlock_torture_worker: --mode must be lock, leader, semaphore or rw\n";
             return 2;
         }
         if ((o.url.empty() && o.control != "skip-lock") || o.name.empty() || o.dir.empty())
