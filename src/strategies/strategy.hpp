@@ -199,7 +199,7 @@ grant renew_lease(database_impl& db, const lock_request& req, const grant& held)
 std::optional<grant> adopt_lost_grant(database_impl& db, const lock_request& req,
                                       std::int64_t token, std::int64_t hold_count);
 
-std::unique_ptr<lock_strategy> make_unique_key_strategy(backend_kind backend);
+std::unique_ptr<lock_strategy> make_unique_key_strategy();
 std::unique_ptr<lock_strategy> make_select_for_update_strategy();
 std::unique_ptr<lock_strategy> make_optimistic_version_strategy();
 

@@ -8,16 +8,19 @@
 // Only when a reply is lost (connection error) one extra inspect_lock resolves the doubt by
 // reading the row by owner: an outcome is never guessed and never blindly retried.
 //
-// Waiting on PostgreSQL: after a first attempt found the lease held, the waiter queues in the
-// server on the name's queue lock (uk_queue_enter, a session-level advisory lock on a pinned
-// session) with acquire_unique_key pipelined behind it, still one round trip. The holder of
-// the queue lock is the lease's holder or the next in line; a release commits, then gives the
-// queue lock up (uk_queue_leave, same pipeline), and the server wakes the next waiter, whose
-// acquire runs at once: no NOTIFY hop, no new attempt from the client, first come first
-// served. The queue only orders waiters; the lease row stays the lock, so a seat whose session
-// dies loses nothing, and each queue wait is bounded (queue_step) so that a stalled seat
-// holder delays a takeover of an expired lease by at most that. Elsewhere waiters poll with
-// jittered backoff (and LISTEN/NOTIFY wake-ups, PostgreSQL only).
+// Waiting on PostgreSQL and MariaDB: after a first attempt found the lease held, the waiter
+// queues in the server on the name's queue lock (uk_queue_enter, a session-level lock on a
+// pinned "seat" session: a PostgreSQL advisory lock, a MariaDB GET_LOCK user lock), then tries
+// the lease (acquire_unique_key). PostgreSQL pipelines the two, one round trip; MariaDB's
+// driver cannot, so there the acquire follows once the queue lock is ours (one more round
+// trip, and only after a wait). The holder of the queue lock is the lease's holder or the
+// next in line; a release commits, then gives the queue lock up (uk_queue_leave), and the
+// server wakes the next waiter, which tries at once: no NOTIFY hop, no poll, first come first
+// served. The queue only orders waiters; the lease row stays the lock, so a seat
+// whose session dies loses nothing, and each queue wait is bounded (queue_step) so that a
+// stalled seat holder delays a takeover of an expired lease by at most that. SQLite waiters
+// poll with jittered backoff (and a waiter at the head of a queue behind a holder that did
+// not queue polls too; PostgreSQL: woken by LISTEN/NOTIFY).
 #include "core/owner.hpp"
 #include "strategies/strategy.hpp"
 
@@ -113,7 +116,7 @@ constexpr std::chrono::milliseconds queue_step_limit{1000};
 class queue_seat {
 public:
     queue_seat(std::shared_ptr<database_impl> db, std::string name)
-        : m_db(std::move(db)), m_name(std::move(name)), m_session(m_db->pin(m_name)) {}
+        : m_db(std::move(db)), m_name(std::move(name)), m_session(m_db->pin_seat(m_name)) {}
     ~queue_seat() { vacate(); }
     queue_seat(const queue_seat&) = delete;
     queue_seat& operator=(const queue_seat&) = delete;
@@ -142,7 +145,7 @@ public:
             }
         }
         if (where == place::outside)
-            m_db->unpin(m_name, std::move(m_session));
+            m_db->unpin_seat(m_name, std::move(m_session));
         m_session.reset(); // closes it
     }
 
@@ -165,9 +168,6 @@ session* seat_session(const grant& held) noexcept {
 
 class unique_key_strategy final : public lock_strategy {
 public:
-    explicit unique_key_strategy(backend_kind backend)
-        : m_server_queue(backend == backend_kind::postgresql) {}
-
     std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
                                      std::chrono::milliseconds wait,
                                      attempt_state& state) override {
@@ -194,9 +194,9 @@ private:
         }
         if (state.seat && state.seat->where == queue_seat::place::inside)
             return retry_at_head(db, req, state); // first in line since an earlier attempt
-        // The queue's seats are session advisory locks: not behind a transaction pooler.
-        const bool queue = m_server_queue && wait != server_wait::none && !state.no_queue &&
-                           !db.behind_transaction_pooler();
+        // The queue's seats hold session-level locks: not behind a transaction pooler, not on
+        // Galera (database_impl::queues_waiters()).
+        const bool queue = wait != server_wait::none && !state.no_queue && db.queues_waiters();
         if (queue && state.queue_first)
             return queue_up(db, req, wait, state);
         std::optional<grant> g;
@@ -344,36 +344,66 @@ private:
         }
         auto& seat = *state.seat;
         const auto sent = std::chrono::steady_clock::now();
+        // Not our turn within `step`; nothing held. The next attempt (at once: this one
+        // waited) tries the lease directly first: if the queue's head has stopped, an expired
+        // lease is taken.
+        const auto not_our_turn = [&] {
+            seat.where = queue_seat::place::outside;
+            state.queue_first = false;
+            state.waited = true;
+        };
+        // The wait applies to the queue lock only (PostgreSQL: a 55P03 then means "not our
+        // turn yet"; MariaDB: GET_LOCK answers turn = 0); the acquire behind it waits without a
+        // lock timeout, as on a pooled session.
+        const auto step_ms = static_cast<std::int64_t>(step.count());
+        const batch_item items[] = {
+            {statement::uk_queue_wait, {step_ms}},
+            {statement::uk_queue_enter, {req.name, step_ms}},
+            {statement::uk_queue_wait, {std::int64_t{0}}},
+            acquire_item(req, nullptr),
+        };
+        constexpr std::size_t enter = 1; // items[enter] is uk_queue_enter
+        const auto our_turn = [&](const result& r) {
+            return !r.rows.empty() && column_int(r.rows[0].at(1)) == 1;
+        };
         std::vector<result> results;
+        // When the acquire was sent: its grant's lease counts from there.
+        auto acquire_sent = sent;
         seat.where = queue_seat::place::unknown; // until the outcome is known
         try {
-            // The wait applies to the queue lock only (a 55P03 then means "not our turn yet");
-            // the acquire behind it waits without a lock timeout, as on a pooled session.
-            const batch_item items[] = {
-                {statement::fu_wait, {static_cast<std::int64_t>(step.count())}},
-                {statement::uk_queue_enter, {req.name}},
-                {statement::fu_wait, {std::int64_t{0}}},
-                acquire_item(req, nullptr),
-            };
-            results = seat.get().execute_batch(items);
+            if (seat.get().pipelines()) {
+                // One round trip; the acquire was sent at `sent` and ran after the wait, so a
+                // grant arrives with the wait spent (and is confirmed, mutex.cpp).
+                results = seat.get().execute_batch(items);
+            } else {
+                // One statement at a time anyway: the acquire only once the queue lock is ours,
+                // so its grant does not count the queue wait against its lease.
+                results = seat.get().execute_batch(std::span(items).first(enter + 1));
+                if (!our_turn(results[enter])) {
+                    not_our_turn();
+                    return std::nullopt;
+                }
+                acquire_sent = std::chrono::steady_clock::now();
+                for (auto& r : seat.get().execute_batch(std::span(items).subspan(enter + 1)))
+                    results.push_back(std::move(r));
+            }
         } catch (const error& e) {
             if (e.sqlstate() == "55P03") {
-                seat.where = queue_seat::place::outside;
-                // Not our turn within `step`; nothing held. The next attempt (at once: this one
-                // waited) tries the lease directly first: if the queue's head has stopped, an
-                // expired lease is taken.
-                state.queue_first = false;
-                state.waited = true;
+                not_our_turn();
                 return std::nullopt;
             }
             state.seat.reset(); // closes the session, and any lock it got
             return resolving_doubt(db, req,
                                    [&]() -> std::optional<grant> { db.rethrow_with_context(e); });
         }
+        if (!our_turn(results[enter])) {
+            not_our_turn();
+            return std::nullopt;
+        }
         seat.where = queue_seat::place::inside;
-        if (!results[1].rows.empty() && column_int(results[1].rows[0].at(0)) == 1)
+        if (column_int(results[enter].rows[0].at(0)) == 1)
             state.contended = true; // we waited for our turn
-        auto g = granted(results.back(), sent, req.ttl);
+        auto g = granted(results.back(), acquire_sent, req.ttl);
         if (!g) {
             state.contended = true; // first in line, but the lease is held: wait for it
             g = adopt_or_note(db, req, results.back(), &state);
@@ -433,14 +463,12 @@ private:
             throw;
         }
     }
-
-    const bool m_server_queue; ///< PostgreSQL: waiters queue in the server (uk_queue_enter)
 };
 
 } // namespace
 
-std::unique_ptr<lock_strategy> make_unique_key_strategy(backend_kind backend) {
-    return std::make_unique<unique_key_strategy>(backend);
+std::unique_ptr<lock_strategy> make_unique_key_strategy() {
+    return std::make_unique<unique_key_strategy>();
 }
 
 } // namespace sqlock::detail
