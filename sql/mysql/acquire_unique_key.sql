@@ -17,7 +17,10 @@
 -- repeats the statement at once. Releases keep the row (release_lease marks it free), so only a
 -- name's first use, or its first use after reaping, costs that extra trip.
 -- Columns: token, hold_count, granted, created_free_row, lease_seq, ttl_ms, mine (the row's
--- owner is $2: not granted, it is an earlier attempt's grant whose reply was lost), server clock.
+-- owner is $2: not granted, it is an earlier attempt's grant whose reply was lost),
+-- queue_busy (another session holds this name's queue lock, uk_queue_enter: a waiter is in
+-- line, so the caller counts the grant as contended and queues behind it next time instead of
+-- overtaking it again; 0 on Galera, which has no user-level locks), server clock.
 INSERT INTO {locks}
     (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at, lease_seq,
      ttl_ms)
@@ -47,4 +50,7 @@ ON DUPLICATE KEY UPDATE
 RETURNING token, hold_count,
     COALESCE(owner = $2 AND (acquired_at = UTC_TIMESTAMP(6) OR token = $6), 0),
     owner = '', lease_seq, ttl_ms, COALESCE(owner = $2, 0),
+    CAST(IF(@@wsrep_on, 0,
+            COALESCE(IS_USED_LOCK(LEFT(CONCAT('{channel}/', SHA2(CONCAT('{channel}/', $1), 256)),
+                                       64)) <> CONNECTION_ID(), 0)) AS SIGNED),
     TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000

@@ -16,7 +16,9 @@
 // trip, and only after a wait). The holder of the queue lock is the lease's holder or the
 // next in line; a release commits, then gives the queue lock up (uk_queue_leave), and the
 // server wakes the next waiter, which tries at once: no NOTIFY hop, no poll, first come first
-// served. The queue only orders waiters; the lease row stays the lock, so a seat
+// served. An acquire outside the queue that is granted while someone holds the queue lock
+// (MariaDB: queue_busy) counts as contended, so that process queues behind next time instead
+// of overtaking again. The queue only orders waiters; the lease row stays the lock, so a seat
 // whose session dies loses nothing, and each queue wait is bounded (queue_step) so that a
 // stalled seat holder delays a takeover of an expired lease by at most that. SQLite waiters
 // poll with jittered backoff (and a waiter at the head of a queue behind a holder that did
@@ -97,12 +99,16 @@ batch_item acquire_item(const lock_request& req, param held_token) {
              std::string_view(me.host), me.pid, held_token}};
 }
 
-/// The grant in acquire_unique_key's reply, if it granted.
+/// The grant in acquire_unique_key's reply, if it granted. A grant made while another session
+/// held the name's queue lock (queue_busy: someone waits in line) counts as contended in
+/// `state`, so that the next lock() of this mutex queues behind that waiter.
 std::optional<grant> granted(const result& res, std::chrono::steady_clock::time_point sent,
-                             std::chrono::milliseconds ttl) {
+                             std::chrono::milliseconds ttl, attempt_state* state) {
     if (res.rows.empty() || column_int(res.rows.front().at(2)) != 1)
         return std::nullopt;
     const auto& r = res.rows.front();
+    if (state && column_int(r.at(7)) == 1)
+        state->contended = true;
     return grant{column_int(r.at(0)), column_int(r.at(1)), lease_end(sent, ttl), {}, {}};
 }
 
@@ -307,7 +313,7 @@ private:
                 db.run(statement::acquire_unique_key,
                        {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
                         std::string_view(me.host), me.pid, held_token});
-            if (auto g = granted(res, sent, req.ttl))
+            if (auto g = granted(res, sent, req.ttl, state))
                 return g;
             const bool created_free_row = !res.rows.empty() && column_int(res.rows[0].at(3)) == 1;
             const bool reentry = !std::holds_alternative<std::nullptr_t>(held_token);
@@ -403,7 +409,7 @@ private:
         seat.where = queue_seat::place::inside;
         if (column_int(results[enter].rows[0].at(0)) == 1)
             state.contended = true; // we waited for our turn
-        auto g = granted(results.back(), acquire_sent, req.ttl);
+        auto g = granted(results.back(), acquire_sent, req.ttl, &state);
         if (!g) {
             state.contended = true; // first in line, but the lease is held: wait for it
             g = adopt_or_note(db, req, results.back(), &state);
@@ -424,7 +430,7 @@ private:
             try {
                 const auto item = acquire_item(req, nullptr);
                 const auto res = state.seat->get().execute(item.id, item.params);
-                auto outcome = granted(res, sent, req.ttl);
+                auto outcome = granted(res, sent, req.ttl, &state);
                 if (!outcome)
                     outcome = adopt_or_note(db, req, res, &state);
                 return outcome;
