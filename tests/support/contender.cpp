@@ -15,6 +15,11 @@
 // and check that the grant was never reported lost: owns_lock() at the end of the hold,
 // no on_lost call, last_loss() == none after unlock(). Prints one line per grant:
 // "TOKEN WAITED_MS". Exit codes: 0 ok, 6 not granted within 10 x TTL, 7 a false loss.
+//
+//   sqlock_contender hog URL NAME STRATEGY HOLD_MS DIR
+// A releaser that asks again at once: lock(), hold HOLD_MS, unlock(), lock() again ... until
+// DIR/stop exists. Creates DIR/started after the first grant; prints the number of grants.
+// Exit codes: 0 ok, 4 unlock reported a failure.
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -128,7 +133,39 @@ int race(char** argv) {
     return 0;
 }
 
+/// hog URL NAME STRATEGY HOLD_MS DIR (see the top of the file).
+int hog(char** argv) {
+    auto db = sqlock::connect(argv[2]);
+    sqlock::mutex_options o;
+    o.strategy = sqlock::parse_strategy(argv[4]);
+    sqlock::mutex m(db, argv[3], o);
+    const auto hold_for = std::chrono::milliseconds(std::stoll(argv[5]));
+    const std::string dir = argv[6];
+    long grants = 0;
+    while (access((dir + "/stop").c_str(), F_OK) != 0) {
+        m.lock();
+        if (++grants == 1)
+            touch(dir + "/started");
+        std::this_thread::sleep_for(hold_for);
+        m.unlock();
+        if (!m.last_error().empty()) {
+            std::cerr << "contender hog: " << m.last_error() << "\n";
+            return 4;
+        }
+    }
+    std::cout << grants << std::endl;
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc == 7 && std::string(argv[1]) == "hog") {
+        try {
+            return hog(argv);
+        } catch (const std::exception& e) {
+            std::cerr << "contender hog: " << e.what() << "\n";
+            return 1;
+        }
+    }
     if (argc == 6 && std::string(argv[1]) == "race") {
         try {
             return race(argv);
