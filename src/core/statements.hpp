@@ -30,9 +30,11 @@ namespace sqlock::detail {
 
 enum class statement : std::size_t {
     acquire_unique_key, ///< $1 name $2 owner $3 ttl_ms $4 host $5 pid $6 held token|NULL
+                        ///<   $7 defer to the server-side queue (0/1)
                         ///<   -> 0 or 1 row (token, hold_count, granted, created_free_row,
                         ///<   lease_seq, ttl_ms, mine, queue_busy); not granted: the current
-                        ///<   row, or none (then inspect_lock)
+                        ///<   row, or none (then inspect_lock; with $7 = 1 where waiters
+                        ///<   queue: held back for a queued waiter)
     release_lease,      ///< $1 name $2 owner $3 token -> affected rows
     release_decrement,  ///< $1 name $2 owner $3 token $4 current hold count -> affected rows
     inspect_lock,       ///< $1 name -> 0..1 row (owner, token, hold_count, expires_in_ms, strategy,

@@ -49,6 +49,9 @@ struct attempt_state {
     /// No seat could be opened for the server-side queue (connection limit, network): the
     /// rest of this call waits by polling instead.
     bool no_queue = false;
+    /// A wait in the server-side queue ran out (its head may have stopped): from then on this
+    /// call's direct attempts take a free lease even while someone holds the queue lock.
+    bool bypass_queue = false;
     /// Out, per attempt: the attempt itself waited its turn (in the server-side queue), so the
     /// caller tries again at once instead of sleeping.
     bool waited = false;

@@ -16,13 +16,16 @@
 // trip, and only after a wait). The holder of the queue lock is the lease's holder or the
 // next in line; a release commits, then gives the queue lock up (uk_queue_leave), and the
 // server wakes the next waiter, which tries at once: no NOTIFY hop, no poll, first come first
-// served. An acquire outside the queue that is granted while someone holds the queue lock
-// (MariaDB: queue_busy) counts as contended, so that process queues behind next time instead
-// of overtaking again. The queue only orders waiters; the lease row stays the lock, so a seat
-// whose session dies loses nothing, and each queue wait is bounded (queue_step) so that a
-// stalled seat holder delays a takeover of an expired lease by at most that. SQLite waiters
-// poll with jittered backoff (and a waiter at the head of a queue behind a holder that did
-// not queue polls too; PostgreSQL: woken by LISTEN/NOTIFY).
+// served. On MariaDB a lock() that could queue does not take even a free lease while another
+// session holds the queue lock (acquire_unique_key's $7): it queues behind, until one of its
+// own queue waits ran out; a grant made past a waiter anyway (try_lock, or after such a wait:
+// queue_busy) counts as contended, so that process queues first next time. (PostgreSQL leaves
+// the check out, pg_locks costs more than an acquire: its head is woken by NOTIFY instead.)
+// The queue only orders waiters; the lease row stays the lock, so a seat whose session dies
+// loses nothing, and each queue wait is bounded (queue_step) so that a stalled seat holder
+// delays a takeover of an expired lease by at most that. SQLite waiters poll with jittered
+// backoff (and a waiter at the head of a queue behind a holder that did not queue polls too;
+// PostgreSQL: woken by LISTEN/NOTIFY).
 #include "core/owner.hpp"
 #include "strategies/strategy.hpp"
 
@@ -91,12 +94,14 @@ std::optional<grant> adopt_or_note(database_impl& db, const lock_request& req, c
                 std::string(to_string(db.kind())));
 }
 
-/// The acquire statement for `req` (held_token: re-entry), as a batch item.
-batch_item acquire_item(const lock_request& req, param held_token) {
+/// The acquire statement for `req` (held_token: re-entry), as a batch item. `defer`: hold a
+/// new grant back while another session holds the name's queue lock (a waiter is in line);
+/// where a backend does so (MariaDB), such an acquire returns no row.
+batch_item acquire_item(const lock_request& req, param held_token, bool defer) {
     const auto& me = this_process();
     return {statement::acquire_unique_key,
             {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
-             std::string_view(me.host), me.pid, held_token}};
+             std::string_view(me.host), me.pid, held_token, std::int64_t{defer ? 1 : 0}}};
 }
 
 /// The grant in acquire_unique_key's reply, if it granted. A grant made while another session
@@ -182,7 +187,7 @@ public:
 
     grant reenter(database_impl& db, const lock_request& req, const grant& held) override {
         const route_scope via_seat(db, seat_session(held));
-        auto g = acquire_statement(db, req, held.token, nullptr);
+        auto g = acquire_statement(db, req, held.token, nullptr, false);
         if (!g || g->token != held.token)
             throw_lost(db, req, "its lease was taken over before the re-entrant lock");
         g->seat = held.seat;
@@ -205,11 +210,14 @@ private:
         const bool queue = wait != server_wait::none && !state.no_queue && db.queues_waiters();
         if (queue && state.queue_first)
             return queue_up(db, req, wait, state);
+        // While waiters queue, a lock() that may queue too defers to them (never overtakes
+        // one), until one of its own queue waits ran out: the queue's head may have stopped.
+        const bool defer = queue && !state.bypass_queue;
         std::optional<grant> g;
         {
             const route_scope via_seat(db, seat_session(state));
             g = resolving_doubt(db, req,
-                                [&] { return acquire_statement(db, req, nullptr, &state); });
+                                [&] { return acquire_statement(db, req, nullptr, &state, defer); });
         }
         if (g)
             return g;
@@ -300,21 +308,30 @@ private:
         }
     }
 
-    /// One acquire (held_token: a re-entry). Not granted: notes the holder in `state`, if given.
+    /// One acquire (held_token: a re-entry; defer: see acquire_item). Not granted: notes the
+    /// holder in `state`, if given.
     static std::optional<grant> acquire_statement(database_impl& db, const lock_request& req,
-                                                  param held_token, attempt_state* state) {
+                                                  param held_token, attempt_state* state,
+                                                  bool defer) {
         // Twice at most: a backend whose INSERT branch only creates a free row (MariaDB, so
         // that tokens are drawn under the row lock) says so in the 4th column; the repeat
         // then takes that row.
         for (int attempt = 0;; ++attempt) {
             const auto sent = std::chrono::steady_clock::now();
             const auto& me = this_process();
-            const auto res =
-                db.run(statement::acquire_unique_key,
-                       {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
-                        std::string_view(me.host), me.pid, held_token});
+            const auto res = db.run(
+                statement::acquire_unique_key,
+                {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
+                 std::string_view(me.host), me.pid, held_token, std::int64_t{defer ? 1 : 0}});
             if (auto g = granted(res, sent, req.ttl, state))
                 return g;
+            if (defer && res.rows.empty()) {
+                // Held back: someone waits in the server-side queue (defer is only asked where
+                // waiters queue, and there an acquire otherwise always returns the row).
+                if (state)
+                    state->contended = true;
+                return std::nullopt;
+            }
             const bool created_free_row = !res.rows.empty() && column_int(res.rows[0].at(3)) == 1;
             const bool reentry = !std::holds_alternative<std::nullptr_t>(held_token);
             if (!created_free_row || attempt > 0 || reentry) {
@@ -356,6 +373,7 @@ private:
         const auto not_our_turn = [&] {
             seat.where = queue_seat::place::outside;
             state.queue_first = false;
+            state.bypass_queue = true;
             state.waited = true;
         };
         // The wait applies to the queue lock only (PostgreSQL: a 55P03 then means "not our
@@ -366,7 +384,7 @@ private:
             {statement::uk_queue_wait, {step_ms}},
             {statement::uk_queue_enter, {req.name, step_ms}},
             {statement::uk_queue_wait, {std::int64_t{0}}},
-            acquire_item(req, nullptr),
+            acquire_item(req, nullptr, true), // (on the seat: the queue lock's holder)
         };
         constexpr std::size_t enter = 1; // items[enter] is uk_queue_enter
         const auto our_turn = [&](const result& r) {
@@ -428,7 +446,7 @@ private:
         const auto sent = std::chrono::steady_clock::now();
         auto g = resolving_doubt(db, req, [&]() -> std::optional<grant> {
             try {
-                const auto item = acquire_item(req, nullptr);
+                const auto item = acquire_item(req, nullptr, true);
                 const auto res = state.seat->get().execute(item.id, item.params);
                 auto outcome = granted(res, sent, req.ttl, &state);
                 if (!outcome)

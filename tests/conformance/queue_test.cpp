@@ -316,8 +316,9 @@ TEST_SUITE("unique_key_queue") {
         // The hog holds 100 ms per grant and asks again as soon as it released, never having
         // waited: a waiter that polls would have to hit the instant between its release and
         // its next acquire (well under 1 % of the time). In the queue, the waiter holds the
-        // queue lock while it waits for the lease; the hog's next grant sees that (MariaDB:
-        // queue_busy; PostgreSQL: the release wakes the waiter first) and it queues behind.
+        // queue lock while it waits for the lease, and the hog's next lock() goes behind it
+        // (MariaDB: its acquire is held back while someone holds the queue lock; PostgreSQL:
+        // the release's NOTIFY wakes the waiter, which races the hog's next acquire).
         const auto name = unique_name("hog");
         const auto dir = test::backend().scratch_dir + "/" + name;
         std::filesystem::create_directories(dir);
