@@ -1,6 +1,13 @@
 -- sqlock: server-clock (last column: the server's wall clock, ms since the Unix epoch)
 -- Acquire a free name, or re-enter, in one autocommit statement.
 -- $6 is the token this owner already holds (re-entry) or NULL (new grant).
+-- $7 = 1: defer to the server-side queue (a lock() that may queue, before its queue wait ran
+-- out): while another session holds this name's queue lock (uk_queue_enter: a waiter is in
+-- line, or a release is passing the lock on) a new grant is not attempted at all, the
+-- statement changes nothing and returns no row, and the caller queues behind. The queue lock's
+-- holder itself (the acquire on its seat) and re-entries are never held back; $7 = 0 (try_lock,
+-- or a waiter whose queue wait ran out, whose head may have stopped) takes a free lease
+-- regardless.
 -- A lease held by someone else is never taken here, however expired it looks by this server's
 -- clock (clocks step): a waiter that has seen it unchanged for its TTL drops it first
 -- (drop_stale_lease). Free rows (owner '': released, force-released, just created) are taken.
@@ -17,11 +24,18 @@
 -- repeats the statement at once. Releases keep the row (release_lease marks it free), so only a
 -- name's first use, or its first use after reaping, costs that extra trip.
 -- Columns: token, hold_count, granted, created_free_row, lease_seq, ttl_ms, mine (the row's
--- owner is $2: not granted, it is an earlier attempt's grant whose reply was lost), server clock.
+-- owner is $2: not granted, it is an earlier attempt's grant whose reply was lost),
+-- queue_busy (another session holds this name's queue lock: with $7 = 0 a grant may have
+-- passed a waiter, so the caller counts it as contended and queues first next time; 0 on
+-- Galera, which has no user-level locks), server clock.
 INSERT INTO {locks}
     (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at, lease_seq,
      ttl_ms)
-VALUES ($1, '', $4, $5, 'unique_key', 0, 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 0, $3)
+SELECT $1, '', $4, $5, 'unique_key', 0, 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 0, $3
+FROM DUAL
+WHERE $7 = 0 OR $6 IS NOT NULL
+   OR COALESCE(IS_USED_LOCK(LEFT(CONCAT('{channel}/', SHA2(CONCAT('{channel}/', $1), 256)), 64)),
+               CONNECTION_ID()) = CONNECTION_ID()
 ON DUPLICATE KEY UPDATE
     hold_count  = IF($6 IS NULL AND owner = '' AND strategy <> 'select_for_update', 1,
                      IF($6 IS NOT NULL AND owner = $2 AND token = $6, hold_count + 1,
@@ -47,4 +61,7 @@ ON DUPLICATE KEY UPDATE
 RETURNING token, hold_count,
     COALESCE(owner = $2 AND (acquired_at = UTC_TIMESTAMP(6) OR token = $6), 0),
     owner = '', lease_seq, ttl_ms, COALESCE(owner = $2, 0),
+    CAST(IF(@@wsrep_on, 0,
+            COALESCE(IS_USED_LOCK(LEFT(CONCAT('{channel}/', SHA2(CONCAT('{channel}/', $1), 256)),
+                                       64)) <> CONNECTION_ID(), 0)) AS SIGNED),
     TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000

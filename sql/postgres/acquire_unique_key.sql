@@ -14,8 +14,11 @@
 -- token and then waited (on a releasing DELETE, or the scheduler) could be granted after a
 -- later grant with a larger token. Keys: (1936483695 = 'sqlk', hash of the name).
 -- Columns: token, hold_count, granted, created_free_row (0 here), lease_seq, ttl_ms, mine (the
--- row's owner is $2: not granted, it is an earlier attempt's grant whose reply was lost), server
--- clock.
+-- row's owner is $2: not granted, it is an earlier attempt's grant whose reply was lost),
+-- queue_busy (0 here: reading pg_locks costs more than an acquire; a queued waiter is woken by
+-- the release's NOTIFY instead), server clock. $7 (defer to a queued waiter: MariaDB holds a
+-- new grant back while another session holds the name's queue lock) is not looked at here for
+-- the same reason; it only appears, multiplied by 0, so that the statement takes 7 parameters.
 WITH attempt AS (
     INSERT INTO {locks} AS l
         (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at,
@@ -42,11 +45,12 @@ WITH attempt AS (
        OR ($6::bigint IS NOT NULL AND l.owner = $2::text AND l.token = $6::bigint)
     RETURNING token, hold_count, CAST(owner = $2::text AS integer) AS granted, lease_seq, ttl_ms
 )
-SELECT token, hold_count, granted, 0, lease_seq, ttl_ms, granted,
+SELECT token, hold_count, granted, 0, lease_seq, ttl_ms, granted, 0 * $7::integer,
        CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS bigint)
 FROM attempt
 UNION ALL
 SELECT token, hold_count, 0, 0, lease_seq, ttl_ms, CAST(owner = $2::text AS integer),
+       0 * $7::integer,
        CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS bigint)
 FROM {locks}
 WHERE name = $1::text AND NOT EXISTS (SELECT 1 FROM attempt)

@@ -10,7 +10,9 @@
 -- Not granted: no row comes back; the caller reads the current one with inspect_lock (in
 -- process, no round trip).
 -- Columns: token, hold_count, granted, created_free_row (0 here), lease_seq, ttl_ms, mine (as
--- granted: a row that is not granted does not come back), server clock.
+-- granted: a row that is not granted does not come back), queue_busy (0: no server-side
+-- queue here; $7, whether to defer to one, only appears so that the statement takes 7
+-- parameters), server clock.
 INSERT INTO {locks} AS l
     (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at, lease_seq,
      ttl_ms)
@@ -31,5 +33,5 @@ ON CONFLICT (name) DO UPDATE SET
     ttl_ms      = $3
 WHERE ($6 IS NULL AND l.owner = '' AND l.strategy <> 'select_for_update')
    OR ($6 IS NOT NULL AND l.owner = $2 AND l.token = $6)
-RETURNING token, hold_count, owner = $2, 0, lease_seq, ttl_ms, owner = $2,
+RETURNING token, hold_count, owner = $2, 0, lease_seq, ttl_ms, owner = $2, 0 * $7,
           CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)

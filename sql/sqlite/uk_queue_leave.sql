@@ -1,2 +1,2 @@
--- Nothing to send: only PostgreSQL queues unique_key waiters in the server (uk_queue_enter);
--- here waiters poll with jittered backoff.
+-- Nothing to send: SQLite has no server to queue waiters in (uk_queue_enter on PostgreSQL
+-- and MariaDB); here waiters poll with jittered backoff.

@@ -158,6 +158,13 @@ public:
     /// connection; MariaDB: reused from an idle list of lock sessions (they run with autocommit
     /// off); SQLite: a connection to the name's own lock file. Return it with unpin().
     std::unique_ptr<session> pin(std::string_view lock_name);
+    /// A session like the pool's (autocommit statements), kept for one waiter and the hold it
+    /// gets: a unique_key queue seat. Taken out of the pool's accounting like pin()'s: an idle
+    /// pooled session when there is one, else a new connection. Return it with unpin_seat().
+    std::unique_ptr<session> pin_seat(std::string_view lock_name);
+    /// Takes back a session pin_seat() gave: into the pool while it has room, closed otherwise
+    /// (or when broken). Never throws.
+    void unpin_seat(std::string_view lock_name, std::unique_ptr<session> s) noexcept;
     /// Takes back the session pin(lock_name) gave: rolled back if still in a transaction and
     /// unsubscribed if listening, kept for reuse when healthy (PostgreSQL: back in the pool
     /// while it has room; MariaDB: up to pool_size idle lock sessions; SQLite: per lock file,
@@ -200,6 +207,20 @@ public:
     /// Not behind a transaction-mode pooler: LISTEN needs a session of its own.
     bool notifies_releases() const noexcept {
         return kind() == backend_kind::postgresql && !behind_transaction_pooler();
+    }
+    /// unique_key waiters queue in the server (uk_queue_enter: a session-level lock per name,
+    /// held on a seat): PostgreSQL advisory locks, not behind a transaction-mode pooler;
+    /// MariaDB user-level locks (GET_LOCK), not on Galera (they hold on one node only and a
+    /// cluster refuses them). Elsewhere waiters poll.
+    bool queues_waiters() const noexcept {
+        switch (kind()) {
+        case backend_kind::postgresql:
+            return !behind_transaction_pooler();
+        case backend_kind::mysql:
+            return !m_galera.load(std::memory_order_relaxed);
+        default:
+            return false;
+        }
     }
     /// A connection found a pooler that shares server connections between transactions
     /// (PgBouncer in transaction mode): nothing session-level (LISTEN, the unique_key queue's
@@ -292,6 +313,7 @@ private:
     std::atomic<std::uint64_t> m_connects_attempted{0};
     std::atomic<int> m_schema_version{-1}; ///< -1: not checked (check_schema off)
     std::atomic<bool> m_behind_pooler{false};
+    std::atomic<bool> m_galera{false}; ///< a connection found a Galera node (wsrep on)
     mutable std::mutex m_topology_mutex;
     topology_info m_topology; ///< from the last connection opened
     /// The largest high-water mark a durable fu_raise_hwm of this handle returned (0: none).

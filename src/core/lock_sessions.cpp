@@ -119,6 +119,47 @@ void database_impl::unpin(std::string_view lock_name, std::unique_ptr<session> s
         m_idle_holders.push_back(std::move(s));
 }
 
+std::unique_ptr<session> database_impl::pin_seat(std::string_view lock_name) {
+    if (pools_lock_sessions() || !lock_sessions_reach_tables())
+        return pin(lock_name); // PostgreSQL: lock sessions are pooled ones already
+    {
+        // MariaDB lock sessions run with autocommit off; a seat's statements (the acquire,
+        // the release) must commit on their own, like the pool's.
+        std::lock_guard lock(m_pool_mutex);
+        if (!m_idle.empty()) {
+            auto s = std::move(m_idle.back());
+            m_idle.pop_back();
+            --m_open;
+            m_pool_cv.notify_one(); // room for another pooled session
+            return s;
+        }
+    }
+    return connect_checked(m_config);
+}
+
+void database_impl::unpin_seat(std::string_view lock_name, std::unique_ptr<session> s) noexcept {
+    if (!s)
+        return;
+    if (pools_lock_sessions() || !lock_sessions_reach_tables()) {
+        unpin(lock_name, std::move(s));
+        return;
+    }
+    s->rollback(); // no-op: autocommit
+    s->unlisten(); // no-op: no notifications here
+    if (!s->usable()) {
+        s.reset();
+        session_broke();
+        return;
+    }
+    std::lock_guard lock(m_pool_mutex);
+    if (m_open < m_options.pool_size) {
+        m_idle.push_back(std::move(s));
+        ++m_open;
+        m_pool_cv.notify_one();
+    }
+    // else: closed here (the pool is full without it)
+}
+
 namespace {
 thread_local route_scope* t_innermost_route = nullptr;
 } // namespace

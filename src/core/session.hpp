@@ -110,6 +110,11 @@ public:
         return {};
     }
 
+    /// True when execute_batch() sends the whole batch in one round trip (PostgreSQL's
+    /// pipeline); elsewhere a batch is one round trip per statement, so a caller may stop
+    /// after a statement whose answer decides whether the rest is worth sending.
+    virtual bool pipelines() const noexcept { return false; }
+
     /// True when a pooler between us and the server shares server connections between
     /// transactions (PgBouncer in transaction mode): session-level features (LISTEN, session
     /// advisory locks, prepared statements, session settings) do not work on this session.

@@ -30,9 +30,11 @@ namespace sqlock::detail {
 
 enum class statement : std::size_t {
     acquire_unique_key, ///< $1 name $2 owner $3 ttl_ms $4 host $5 pid $6 held token|NULL
+                        ///<   $7 defer to the server-side queue (0/1)
                         ///<   -> 0 or 1 row (token, hold_count, granted, created_free_row,
-                        ///<   lease_seq, ttl_ms); not granted: the current row, or none
-                        ///<   (then inspect_lock)
+                        ///<   lease_seq, ttl_ms, mine, queue_busy); not granted: the current
+                        ///<   row, or none (then inspect_lock; with $7 = 1 where waiters
+                        ///<   queue: held back for a queued waiter)
     release_lease,      ///< $1 name $2 owner $3 token -> affected rows
     release_decrement,  ///< $1 name $2 owner $3 token $4 current hold count -> affected rows
     inspect_lock,       ///< $1 name -> 0..1 row (owner, token, hold_count, expires_in_ms, strategy,
@@ -66,8 +68,11 @@ enum class statement : std::size_t {
     /// (pool) after fu_lock reported an unrecovered server incarnation: move the token
     /// sequence past the high-water mark and mark the incarnation recovered (no-op: none)
     fu_recover_tokens,
-    // unique_key's server-side queue (PostgreSQL; no-ops elsewhere), on a pinned session:
-    uk_queue_enter, ///< $1 name -> 1 row (waited 0/1): take the name's queue lock, per fu_wait
+    // unique_key's server-side queue (PostgreSQL, MariaDB; no-ops on SQLite), on a seat:
+    uk_queue_wait,  ///< $1 ms (0: no limit): how long uk_queue_enter may wait, where the
+                    ///<   server has a session setting for it (PostgreSQL lock_timeout)
+    uk_queue_enter, ///< $1 name $2 ms -> 1 row (waited 0/1, turn 1 | 0: not within $2 ms):
+                    ///<   take the name's queue lock
     uk_queue_leave, ///< $1 name: give it up
     // optimistic_version (pool):
     ov_read,     ///< $1 name -> 0..1 row (token, owner, hold_count, held, lease_seq, ttl_ms)
@@ -146,6 +151,7 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "fu_next_token",
     "fu_raise_hwm",
     "fu_recover_tokens",
+    "uk_queue_wait",
     "uk_queue_enter",
     "uk_queue_leave",
     "ov_read",

@@ -117,8 +117,10 @@ std::optional<std::string> database_impl::check_topology(session& s, const std::
                         "serve: list every node in the URL (mysql://user:pw@host1:port,"
                         "host2:port/db)",
                     std::string(to_string(kind())), 1047);
-    if (galera)
+    if (galera) {
+        m_galera.store(true, std::memory_order_relaxed); // no user-level locks: no queue
         s.execute(statement::galera_session, {});
+    }
     const bool read_only = column_int(answer[0]) != 0;
     t.replicas = static_cast<int>(column_int(answer[1]));
     t.synchronous = column_int(answer[2]) != 0;

@@ -84,7 +84,7 @@ std::optional<grant> adopt_lost_grant(database_impl& db, const lock_request& req
 std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend) {
     switch (s) {
     case strategy::unique_key:
-        return make_unique_key_strategy(backend);
+        return make_unique_key_strategy();
     case strategy::select_for_update:
         return make_select_for_update_strategy();
     case strategy::optimistic_version:

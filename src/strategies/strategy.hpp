@@ -49,6 +49,9 @@ struct attempt_state {
     /// No seat could be opened for the server-side queue (connection limit, network): the
     /// rest of this call waits by polling instead.
     bool no_queue = false;
+    /// A wait in the server-side queue ran out (its head may have stopped): from then on this
+    /// call's direct attempts take a free lease even while someone holds the queue lock.
+    bool bypass_queue = false;
     /// Out, per attempt: the attempt itself waited its turn (in the server-side queue), so the
     /// caller tries again at once instead of sleeping.
     bool waited = false;
@@ -199,7 +202,7 @@ grant renew_lease(database_impl& db, const lock_request& req, const grant& held)
 std::optional<grant> adopt_lost_grant(database_impl& db, const lock_request& req,
                                       std::int64_t token, std::int64_t hold_count);
 
-std::unique_ptr<lock_strategy> make_unique_key_strategy(backend_kind backend);
+std::unique_ptr<lock_strategy> make_unique_key_strategy();
 std::unique_ptr<lock_strategy> make_select_for_update_strategy();
 std::unique_ptr<lock_strategy> make_optimistic_version_strategy();
 

@@ -8,16 +8,24 @@
 // Only when a reply is lost (connection error) one extra inspect_lock resolves the doubt by
 // reading the row by owner: an outcome is never guessed and never blindly retried.
 //
-// Waiting on PostgreSQL: after a first attempt found the lease held, the waiter queues in the
-// server on the name's queue lock (uk_queue_enter, a session-level advisory lock on a pinned
-// session) with acquire_unique_key pipelined behind it, still one round trip. The holder of
-// the queue lock is the lease's holder or the next in line; a release commits, then gives the
-// queue lock up (uk_queue_leave, same pipeline), and the server wakes the next waiter, whose
-// acquire runs at once: no NOTIFY hop, no new attempt from the client, first come first
-// served. The queue only orders waiters; the lease row stays the lock, so a seat whose session
-// dies loses nothing, and each queue wait is bounded (queue_step) so that a stalled seat
-// holder delays a takeover of an expired lease by at most that. Elsewhere waiters poll with
-// jittered backoff (and LISTEN/NOTIFY wake-ups, PostgreSQL only).
+// Waiting on PostgreSQL and MariaDB: after a first attempt found the lease held, the waiter
+// queues in the server on the name's queue lock (uk_queue_enter, a session-level lock on a
+// pinned "seat" session: a PostgreSQL advisory lock, a MariaDB GET_LOCK user lock), then tries
+// the lease (acquire_unique_key). PostgreSQL pipelines the two, one round trip; MariaDB's
+// driver cannot, so there the acquire follows once the queue lock is ours (one more round
+// trip, and only after a wait). The holder of the queue lock is the lease's holder or the
+// next in line; a release commits, then gives the queue lock up (uk_queue_leave), and the
+// server wakes the next waiter, which tries at once: no NOTIFY hop, no poll, first come first
+// served. On MariaDB a lock() that could queue does not take even a free lease while another
+// session holds the queue lock (acquire_unique_key's $7): it queues behind, until one of its
+// own queue waits ran out; a grant made past a waiter anyway (try_lock, or after such a wait:
+// queue_busy) counts as contended, so that process queues first next time. (PostgreSQL leaves
+// the check out, pg_locks costs more than an acquire: its head is woken by NOTIFY instead.)
+// The queue only orders waiters; the lease row stays the lock, so a seat whose session dies
+// loses nothing, and each queue wait is bounded (queue_step) so that a stalled seat holder
+// delays a takeover of an expired lease by at most that. SQLite waiters poll with jittered
+// backoff (and a waiter at the head of a queue behind a holder that did not queue polls too;
+// PostgreSQL: woken by LISTEN/NOTIFY).
 #include "core/owner.hpp"
 #include "strategies/strategy.hpp"
 
@@ -86,20 +94,26 @@ std::optional<grant> adopt_or_note(database_impl& db, const lock_request& req, c
                 std::string(to_string(db.kind())));
 }
 
-/// The acquire statement for `req` (held_token: re-entry), as a batch item.
-batch_item acquire_item(const lock_request& req, param held_token) {
+/// The acquire statement for `req` (held_token: re-entry), as a batch item. `defer`: hold a
+/// new grant back while another session holds the name's queue lock (a waiter is in line);
+/// where a backend does so (MariaDB), such an acquire returns no row.
+batch_item acquire_item(const lock_request& req, param held_token, bool defer) {
     const auto& me = this_process();
     return {statement::acquire_unique_key,
             {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
-             std::string_view(me.host), me.pid, held_token}};
+             std::string_view(me.host), me.pid, held_token, std::int64_t{defer ? 1 : 0}}};
 }
 
-/// The grant in acquire_unique_key's reply, if it granted.
+/// The grant in acquire_unique_key's reply, if it granted. A grant made while another session
+/// held the name's queue lock (queue_busy: someone waits in line) counts as contended in
+/// `state`, so that the next lock() of this mutex queues behind that waiter.
 std::optional<grant> granted(const result& res, std::chrono::steady_clock::time_point sent,
-                             std::chrono::milliseconds ttl) {
+                             std::chrono::milliseconds ttl, attempt_state* state) {
     if (res.rows.empty() || column_int(res.rows.front().at(2)) != 1)
         return std::nullopt;
     const auto& r = res.rows.front();
+    if (state && column_int(r.at(7)) == 1)
+        state->contended = true;
     return grant{column_int(r.at(0)), column_int(r.at(1)), lease_end(sent, ttl), {}, {}};
 }
 
@@ -113,7 +127,7 @@ constexpr std::chrono::milliseconds queue_step_limit{1000};
 class queue_seat {
 public:
     queue_seat(std::shared_ptr<database_impl> db, std::string name)
-        : m_db(std::move(db)), m_name(std::move(name)), m_session(m_db->pin(m_name)) {}
+        : m_db(std::move(db)), m_name(std::move(name)), m_session(m_db->pin_seat(m_name)) {}
     ~queue_seat() { vacate(); }
     queue_seat(const queue_seat&) = delete;
     queue_seat& operator=(const queue_seat&) = delete;
@@ -142,7 +156,7 @@ public:
             }
         }
         if (where == place::outside)
-            m_db->unpin(m_name, std::move(m_session));
+            m_db->unpin_seat(m_name, std::move(m_session));
         m_session.reset(); // closes it
     }
 
@@ -165,9 +179,6 @@ session* seat_session(const grant& held) noexcept {
 
 class unique_key_strategy final : public lock_strategy {
 public:
-    explicit unique_key_strategy(backend_kind backend)
-        : m_server_queue(backend == backend_kind::postgresql) {}
-
     std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
                                      std::chrono::milliseconds wait,
                                      attempt_state& state) override {
@@ -176,7 +187,7 @@ public:
 
     grant reenter(database_impl& db, const lock_request& req, const grant& held) override {
         const route_scope via_seat(db, seat_session(held));
-        auto g = acquire_statement(db, req, held.token, nullptr);
+        auto g = acquire_statement(db, req, held.token, nullptr, false);
         if (!g || g->token != held.token)
             throw_lost(db, req, "its lease was taken over before the re-entrant lock");
         g->seat = held.seat;
@@ -194,16 +205,19 @@ private:
         }
         if (state.seat && state.seat->where == queue_seat::place::inside)
             return retry_at_head(db, req, state); // first in line since an earlier attempt
-        // The queue's seats are session advisory locks: not behind a transaction pooler.
-        const bool queue = m_server_queue && wait != server_wait::none && !state.no_queue &&
-                           !db.behind_transaction_pooler();
+        // The queue's seats hold session-level locks: not behind a transaction pooler, not on
+        // Galera (database_impl::queues_waiters()).
+        const bool queue = wait != server_wait::none && !state.no_queue && db.queues_waiters();
         if (queue && state.queue_first)
             return queue_up(db, req, wait, state);
+        // While waiters queue, a lock() that may queue too defers to them (never overtakes
+        // one), until one of its own queue waits ran out: the queue's head may have stopped.
+        const bool defer = queue && !state.bypass_queue;
         std::optional<grant> g;
         {
             const route_scope via_seat(db, seat_session(state));
             g = resolving_doubt(db, req,
-                                [&] { return acquire_statement(db, req, nullptr, &state); });
+                                [&] { return acquire_statement(db, req, nullptr, &state, defer); });
         }
         if (g)
             return g;
@@ -294,21 +308,30 @@ private:
         }
     }
 
-    /// One acquire (held_token: a re-entry). Not granted: notes the holder in `state`, if given.
+    /// One acquire (held_token: a re-entry; defer: see acquire_item). Not granted: notes the
+    /// holder in `state`, if given.
     static std::optional<grant> acquire_statement(database_impl& db, const lock_request& req,
-                                                  param held_token, attempt_state* state) {
+                                                  param held_token, attempt_state* state,
+                                                  bool defer) {
         // Twice at most: a backend whose INSERT branch only creates a free row (MariaDB, so
         // that tokens are drawn under the row lock) says so in the 4th column; the repeat
         // then takes that row.
         for (int attempt = 0;; ++attempt) {
             const auto sent = std::chrono::steady_clock::now();
             const auto& me = this_process();
-            const auto res =
-                db.run(statement::acquire_unique_key,
-                       {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
-                        std::string_view(me.host), me.pid, held_token});
-            if (auto g = granted(res, sent, req.ttl))
+            const auto res = db.run(
+                statement::acquire_unique_key,
+                {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
+                 std::string_view(me.host), me.pid, held_token, std::int64_t{defer ? 1 : 0}});
+            if (auto g = granted(res, sent, req.ttl, state))
                 return g;
+            if (defer && res.rows.empty()) {
+                // Held back: someone waits in the server-side queue (defer is only asked where
+                // waiters queue, and there an acquire otherwise always returns the row).
+                if (state)
+                    state->contended = true;
+                return std::nullopt;
+            }
             const bool created_free_row = !res.rows.empty() && column_int(res.rows[0].at(3)) == 1;
             const bool reentry = !std::holds_alternative<std::nullptr_t>(held_token);
             if (!created_free_row || attempt > 0 || reentry) {
@@ -344,36 +367,67 @@ private:
         }
         auto& seat = *state.seat;
         const auto sent = std::chrono::steady_clock::now();
+        // Not our turn within `step`; nothing held. The next attempt (at once: this one
+        // waited) tries the lease directly first: if the queue's head has stopped, an expired
+        // lease is taken.
+        const auto not_our_turn = [&] {
+            seat.where = queue_seat::place::outside;
+            state.queue_first = false;
+            state.bypass_queue = true;
+            state.waited = true;
+        };
+        // The wait applies to the queue lock only (PostgreSQL: a 55P03 then means "not our
+        // turn yet"; MariaDB: GET_LOCK answers turn = 0); the acquire behind it waits without a
+        // lock timeout, as on a pooled session.
+        const auto step_ms = static_cast<std::int64_t>(step.count());
+        const batch_item items[] = {
+            {statement::uk_queue_wait, {step_ms}},
+            {statement::uk_queue_enter, {req.name, step_ms}},
+            {statement::uk_queue_wait, {std::int64_t{0}}},
+            acquire_item(req, nullptr, true), // (on the seat: the queue lock's holder)
+        };
+        constexpr std::size_t enter = 1; // items[enter] is uk_queue_enter
+        const auto our_turn = [&](const result& r) {
+            return !r.rows.empty() && column_int(r.rows[0].at(1)) == 1;
+        };
         std::vector<result> results;
+        // When the acquire was sent: its grant's lease counts from there.
+        auto acquire_sent = sent;
         seat.where = queue_seat::place::unknown; // until the outcome is known
         try {
-            // The wait applies to the queue lock only (a 55P03 then means "not our turn yet");
-            // the acquire behind it waits without a lock timeout, as on a pooled session.
-            const batch_item items[] = {
-                {statement::fu_wait, {static_cast<std::int64_t>(step.count())}},
-                {statement::uk_queue_enter, {req.name}},
-                {statement::fu_wait, {std::int64_t{0}}},
-                acquire_item(req, nullptr),
-            };
-            results = seat.get().execute_batch(items);
+            if (seat.get().pipelines()) {
+                // One round trip; the acquire was sent at `sent` and ran after the wait, so a
+                // grant arrives with the wait spent (and is confirmed, mutex.cpp).
+                results = seat.get().execute_batch(items);
+            } else {
+                // One statement at a time anyway: the acquire only once the queue lock is ours,
+                // so its grant does not count the queue wait against its lease.
+                results = seat.get().execute_batch(std::span(items).first(enter + 1));
+                if (!our_turn(results[enter])) {
+                    not_our_turn();
+                    return std::nullopt;
+                }
+                acquire_sent = std::chrono::steady_clock::now();
+                for (auto& r : seat.get().execute_batch(std::span(items).subspan(enter + 1)))
+                    results.push_back(std::move(r));
+            }
         } catch (const error& e) {
             if (e.sqlstate() == "55P03") {
-                seat.where = queue_seat::place::outside;
-                // Not our turn within `step`; nothing held. The next attempt (at once: this one
-                // waited) tries the lease directly first: if the queue's head has stopped, an
-                // expired lease is taken.
-                state.queue_first = false;
-                state.waited = true;
+                not_our_turn();
                 return std::nullopt;
             }
             state.seat.reset(); // closes the session, and any lock it got
             return resolving_doubt(db, req,
                                    [&]() -> std::optional<grant> { db.rethrow_with_context(e); });
         }
+        if (!our_turn(results[enter])) {
+            not_our_turn();
+            return std::nullopt;
+        }
         seat.where = queue_seat::place::inside;
-        if (!results[1].rows.empty() && column_int(results[1].rows[0].at(0)) == 1)
+        if (column_int(results[enter].rows[0].at(0)) == 1)
             state.contended = true; // we waited for our turn
-        auto g = granted(results.back(), sent, req.ttl);
+        auto g = granted(results.back(), acquire_sent, req.ttl, &state);
         if (!g) {
             state.contended = true; // first in line, but the lease is held: wait for it
             g = adopt_or_note(db, req, results.back(), &state);
@@ -392,9 +446,9 @@ private:
         const auto sent = std::chrono::steady_clock::now();
         auto g = resolving_doubt(db, req, [&]() -> std::optional<grant> {
             try {
-                const auto item = acquire_item(req, nullptr);
+                const auto item = acquire_item(req, nullptr, true);
                 const auto res = state.seat->get().execute(item.id, item.params);
-                auto outcome = granted(res, sent, req.ttl);
+                auto outcome = granted(res, sent, req.ttl, &state);
                 if (!outcome)
                     outcome = adopt_or_note(db, req, res, &state);
                 return outcome;
@@ -433,14 +487,12 @@ private:
             throw;
         }
     }
-
-    const bool m_server_queue; ///< PostgreSQL: waiters queue in the server (uk_queue_enter)
 };
 
 } // namespace
 
-std::unique_ptr<lock_strategy> make_unique_key_strategy(backend_kind backend) {
-    return std::make_unique<unique_key_strategy>(backend);
+std::unique_ptr<lock_strategy> make_unique_key_strategy() {
+    return std::make_unique<unique_key_strategy>();
 }
 
 } // namespace sqlock::detail

@@ -1,14 +1,17 @@
-// unique_key on PostgreSQL: waiters queue in the server (a session-level advisory lock per
-// name, taken on a pinned "seat" session), so a release hands the lock to the next waiter
-// in arrival order. The queue only orders waiters: these tests also show that it never keeps
-// a lock from being taken (a stuck queue head, a waiter that gives up) and that losing a seat
-// loses nothing. MariaDB and SQLite waiters poll instead (README): this suite runs on
+// unique_key on PostgreSQL and MariaDB: waiters queue in the server (a session-level lock per
+// name, taken on a pinned "seat" session: a PostgreSQL advisory lock, a MariaDB GET_LOCK user
+// lock), so a release hands the lock to the next waiter in arrival order. The queue only orders
+// waiters: these tests also show that it never keeps a lock from being taken (a stuck queue
+// head, a waiter that gives up) and that losing a seat loses nothing. SQLite waiters poll
+// instead (README): suite unique_key_queue runs on the servers only, unique_key_postgresql on
 // PostgreSQL only (tests/CMakeLists.txt).
 #include "backend_fixture.hpp"
 #include "core/database_impl.hpp"
 
 #include <atomic>
 #include <doctest/doctest.h>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 #include <vector>
@@ -22,40 +25,78 @@ using test::unique_name;
 namespace {
 
 bool server_queues() {
+    return test::backend().kind == sqlock::backend_kind::postgresql ||
+           test::backend().kind == sqlock::backend_kind::mysql;
+}
+
+bool postgresql() {
     return test::backend().kind == sqlock::backend_kind::postgresql;
 }
 
-/// The queue lock key of `name` as sql/postgres/uk_queue_enter.sql computes it.
+/// The queue lock of `name` under table prefix `prefix`, as an SQL expression: PostgreSQL's
+/// advisory lock key (sql/postgres/uk_queue_enter.sql), MariaDB's user lock name
+/// (sql/mysql/uk_queue_enter.sql).
+std::string queue_key(const std::string& name, const std::string& prefix) {
+    if (postgresql())
+        return "hashtext('" + prefix + "release/" + name + "')";
+    return "LEFT(CONCAT('" + prefix + "release/', SHA2(CONCAT('" + prefix + "release/', '" + name +
+           "'), 256)), 64)";
+}
+
 std::string queue_key(const std::string& name) {
-    return "hashtext('" + db().table_prefix() + "release/" + name + "')";
+    return queue_key(name, db().table_prefix());
 }
 
 /// The queue lock of `name` in pg_locks.
-std::string queue_lock_condition(const std::string& name) {
-    return "locktype = 'advisory' AND classid = 1936483696 AND objid = " + queue_key(name) +
+std::string queue_lock_condition(const std::string& name, const std::string& prefix) {
+    return "locktype = 'advisory' AND classid = 1936483696 AND objid = " + queue_key(name, prefix) +
            "::oid AND objsubid = 2";
 }
 
-/// Sessions holding or waiting for `name`'s queue lock.
-int queue_entries(const std::string& name) {
+std::int64_t count_of(const std::string& sql) {
     auto s = db().impl()->checkout();
-    const auto r = s->query("SELECT count(*) FROM pg_locks WHERE " + queue_lock_condition(name));
-    return std::stoi(r.rows.at(0).at(0).value_or("0"));
+    const auto r = s->query(sql);
+    return r.rows.empty() ? 0 : std::stoll(r.rows.at(0).at(0).value_or("0"));
+}
+
+/// Sessions holding or waiting for `name`'s queue lock. MariaDB shows no waiter's lock name
+/// (PROCESSLIST has the statement text, with placeholders): there it is the holder of
+/// `name`'s queue lock plus every session waiting for a queue lock of this table prefix.
+int queue_entries(const std::string& name, const std::string& prefix = db().table_prefix()) {
+    if (postgresql())
+        return static_cast<int>(
+            count_of("SELECT count(*) FROM pg_locks WHERE " + queue_lock_condition(name, prefix)));
+    return static_cast<int>(count_of(
+        "SELECT (IS_USED_LOCK(" + queue_key(name, prefix) +
+        ") IS NOT NULL) + (SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = "
+        "'User lock' AND INFO LIKE '%GET_LOCK%" +
+        prefix + "release/%')"));
 }
 
 /// The server session that holds `name`'s queue lock (0 if none).
 std::int64_t queue_holder(const std::string& name) {
-    auto s = db().impl()->checkout();
-    const auto r =
-        s->query("SELECT pid FROM pg_locks WHERE " + queue_lock_condition(name) + " AND granted");
-    return r.rows.empty() ? 0 : std::stoll(r.rows[0].at(0).value_or("0"));
+    if (postgresql())
+        return count_of("SELECT pid FROM pg_locks WHERE " +
+                        queue_lock_condition(name, db().table_prefix()) + " AND granted");
+    return count_of("SELECT COALESCE(IS_USED_LOCK(" + queue_key(name) + "), 0)");
+}
+
+/// Takes `name`'s queue lock on `s` (which must be kept), as a seat at the head would.
+void take_queue_lock(sqlock::detail::session& s, const std::string& name) {
+    s.query(postgresql() ? "SELECT pg_advisory_lock(1936483696, " + queue_key(name) + ")"
+                         : "SELECT GET_LOCK(" + queue_key(name) + ", 0)");
+}
+
+void give_queue_lock_up(sqlock::detail::session& s, const std::string& name) {
+    s.query(postgresql() ? "SELECT pg_advisory_unlock(1936483696, " + queue_key(name) + ")"
+                         : "SELECT RELEASE_LOCK(" + queue_key(name) + ")");
 }
 
 } // namespace
 
-TEST_SUITE("unique_key_postgresql") {
+TEST_SUITE("unique_key_queue") {
 
-    TEST_CASE("PostgreSQL: waiters queue in the server and get the lock in arrival order") {
+    TEST_CASE("waiters queue in the server and get the lock in arrival order") {
         REQUIRE(server_queues());
         const auto name = unique_name("fifo");
         mutex holder(db(), name, opts());
@@ -92,11 +133,12 @@ TEST_SUITE("unique_key_postgresql") {
         REQUIRE(tokens.size() == 3);
         CHECK(tokens[0] < tokens[1]);
         CHECK(tokens[1] < tokens[2]);
-        CHECK(queue_entries(name) == 0); // the last release left the queue
-        CHECK_FALSE(test::row_of(name));
+        CHECK(queue_entries(name) == 0);     // the last release left the queue
+        const auto row = test::row_of(name); // released (MariaDB keeps a free row)
+        CHECK((!row || row->owner.empty()));
     }
 
-    TEST_CASE("PostgreSQL: a holder that asks again at once goes behind the waiting process") {
+    TEST_CASE("a holder that asks again at once goes behind the waiting process") {
         REQUIRE(server_queues());
         const auto name = unique_name("requeue");
         auto first_handle = sqlock::connect(test::backend().url);
@@ -140,7 +182,7 @@ TEST_SUITE("unique_key_postgresql") {
         CHECK(order == std::vector<std::string>{"first", "second", "first again"});
     }
 
-    TEST_CASE("PostgreSQL: a waiter that gives up leaves the server queue") {
+    TEST_CASE("a waiter that gives up leaves the server queue") {
         REQUIRE(server_queues());
         const auto name = unique_name("giveup");
         mutex holder(db(), name, opts());
@@ -154,7 +196,7 @@ TEST_SUITE("unique_key_postgresql") {
         waiter.unlock();
     }
 
-    TEST_CASE("PostgreSQL: a stuck queue head cannot keep an expired lease from being taken") {
+    TEST_CASE("a stuck queue head cannot keep an expired lease from being taken") {
         REQUIRE(server_queues());
         const auto name = unique_name("stuckhead");
         mutex holder(db(), name, opts(1s)); // then "crashes": never renewed, never released
@@ -162,7 +204,7 @@ TEST_SUITE("unique_key_postgresql") {
         // A session that took the queue lock and then stopped (a paused process): it never
         // gives the queue up.
         auto stuck = db().impl()->checkout();
-        stuck->query("SELECT pg_advisory_lock(1936483696, " + queue_key(name) + ")");
+        take_queue_lock(*stuck, name);
         auto other = sqlock::connect(test::backend().url);
         std::atomic<bool> got{false};
         std::chrono::steady_clock::time_point got_at{};
@@ -182,10 +224,10 @@ TEST_SUITE("unique_key_postgresql") {
         CHECK(got_at - queued_at < 5s);
         holder.unlock(); // taken over meanwhile: reported, never thrown
         CHECK(holder.last_loss() == sqlock::loss_reason::lost);
-        stuck->query("SELECT pg_advisory_unlock(1936483696, " + queue_key(name) + ")");
+        give_queue_lock_up(*stuck, name);
     }
 
-    TEST_CASE("PostgreSQL: a queued holder whose seat session dies keeps its lease") {
+    TEST_CASE("a queued holder whose seat session dies keeps its lease") {
         REQUIRE(server_queues());
         const auto name = unique_name("seatdies");
         mutex holder(db(), name, opts());
@@ -215,17 +257,21 @@ TEST_SUITE("unique_key_postgresql") {
         waiter.join();
         CHECK(owned_after_kill); // the lease row is the lock, not the seat
         CHECK(unlock_error.empty());
-        CHECK_FALSE(test::row_of(name)); // released through the pool instead
+        const auto row = test::row_of(name); // released through the pool instead
+        CHECK((!row || row->owner.empty()));
         mutex next(db(), name, opts());
         CHECK(next.try_lock());
         next.unlock();
     }
 
-    TEST_CASE("PostgreSQL: lock tables with different prefixes never share a queue") {
+    TEST_CASE("lock tables with different prefixes never share a queue") {
         REQUIRE(server_queues());
         const auto name = unique_name("prefixes");
         sqlock::connect_options other_prefix;
+        // The longest prefix allowed (32 characters): MariaDB's queue lock name must still fit
+        // its 64 characters, and still differ from the default prefix's.
         other_prefix.table_prefix = "q" + unique_name("p").substr(2) + "_";
+        other_prefix.table_prefix.insert(1, 32 - other_prefix.table_prefix.size(), 'x');
         auto b = sqlock::connect(test::backend().url, other_prefix);
         b.migrate();
         auto b_waiter_handle = sqlock::connect(test::backend().url, other_prefix);
@@ -238,12 +284,7 @@ TEST_SUITE("unique_key_postgresql") {
                 w.unlock();
         });
         auto b_queue_entries = [&] {
-            auto s = db().impl()->checkout();
-            const auto r = s->query(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = "
-                "1936483696 AND objid = hashtext('" +
-                other_prefix.table_prefix + "release/" + name + "')::oid AND objsubid = 2");
-            return std::stoi(r.rows.at(0).at(0).value_or("0"));
+            return queue_entries(name, other_prefix.table_prefix);
         };
         REQUIRE(test::eventually([&] { return b_queue_entries() == 1; }, 10s));
         // Under the default prefix the same name is contended too: its waiter must head its
@@ -270,8 +311,40 @@ TEST_SUITE("unique_key_postgresql") {
         b_waiter.join();
     }
 
-    TEST_CASE("PostgreSQL: a waiter allowed one connection queues, listens and is granted on it") {
+    TEST_CASE("a releaser in another process that asks again at once cannot starve a waiter") {
         REQUIRE(server_queues());
+        // The hog holds 100 ms per grant and asks again as soon as it released, never having
+        // waited: a waiter that polls would have to hit the instant between its release and
+        // its next acquire (well under 1 % of the time). In the queue, the waiter holds the
+        // queue lock while it waits for the lease, and the hog's next lock() goes behind it
+        // (MariaDB: its acquire is held back while someone holds the queue lock; PostgreSQL:
+        // the release's NOTIFY wakes the waiter, which races the hog's next acquire).
+        const auto name = unique_name("hog");
+        const auto dir = test::backend().scratch_dir + "/" + name;
+        std::filesystem::create_directories(dir);
+        const pid_t hog =
+            test::spawn({SQLOCK_CONTENDER_PATH, "hog", test::backend().url, name,
+                         std::string(sqlock::to_string(test::strategy())), "100", dir});
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(dir + "/started"); }, 10s));
+        auto other = sqlock::connect(test::backend().url);
+        mutex waiter(other, name, opts());
+        const auto asked = std::chrono::steady_clock::now();
+        const bool got = waiter.try_lock_for(3s);
+        const auto waited = std::chrono::steady_clock::now() - asked;
+        if (got)
+            waiter.unlock();
+        { std::ofstream stop(dir + "/stop"); }
+        CHECK(test::wait_exit(hog) == 0);
+        CHECK(got);
+        CHECK(waited < 2s);
+    }
+
+} // TEST_SUITE
+
+TEST_SUITE("unique_key_postgresql") {
+
+    TEST_CASE("PostgreSQL: a waiter allowed one connection queues, listens and is granted on it") {
+        REQUIRE(postgresql());
         // A role allowed one connection: the server refuses any second one, so the seat, the
         // LISTEN and the attempts must all share the one connect() opened.
         const auto role = "sqlock_one_" + unique_name("conn").substr(5);

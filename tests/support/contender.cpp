@@ -19,6 +19,11 @@
 //   sqlock_contender sem-hog URL NAME PERMITS STRATEGY DIR
 // A semaphore hog: takes a permit, creates DIR/holding, then until DIR/stop exists works 20 ms
 // per grant and asks again the moment it releases. Exit codes: 0 ok, 8 a re-acquire timed out.
+//
+//   sqlock_contender hog URL NAME STRATEGY HOLD_MS DIR
+// A releaser that asks again at once: lock(), hold HOLD_MS, unlock(), lock() again ... until
+// DIR/stop exists. Creates DIR/started after the first grant; prints the number of grants.
+// Exit codes: 0 ok, 4 unlock reported a failure.
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -151,12 +156,44 @@ int sem_hog(char** argv) {
     return 0;
 }
 
+/// hog URL NAME STRATEGY HOLD_MS DIR (see the top of the file).
+int hog(char** argv) {
+    auto db = sqlock::connect(argv[2]);
+    sqlock::mutex_options o;
+    o.strategy = sqlock::parse_strategy(argv[4]);
+    sqlock::mutex m(db, argv[3], o);
+    const auto hold_for = std::chrono::milliseconds(std::stoll(argv[5]));
+    const std::string dir = argv[6];
+    long grants = 0;
+    while (access((dir + "/stop").c_str(), F_OK) != 0) {
+        m.lock();
+        if (++grants == 1)
+            touch(dir + "/started");
+        std::this_thread::sleep_for(hold_for);
+        m.unlock();
+        if (!m.last_error().empty()) {
+            std::cerr << "contender hog: " << m.last_error() << "\n";
+            return 4;
+        }
+    }
+    std::cout << grants << std::endl;
+    return 0;
+}
+
 int main(int argc, char** argv) {
     if (argc == 7 && std::string(argv[1]) == "sem-hog") {
         try {
             return sem_hog(argv);
         } catch (const std::exception& e) {
             std::cerr << "contender sem-hog: " << e.what() << "\n";
+            return 1;
+        }
+    }
+    if (argc == 7 && std::string(argv[1]) == "hog") {
+        try {
+            return hog(argv);
+        } catch (const std::exception& e) {
+            std::cerr << "contender hog: " << e.what() << "\n";
             return 1;
         }
     }

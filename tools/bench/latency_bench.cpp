@@ -197,7 +197,7 @@ void add_postgres_variants(variant_list& out, const std::string& url, const std:
                 (async_release ? "; COMMIT (one round trip)" : " (durable)"),
             [=] {
                 const auto r = c->exec_prepared("acquire_unique_key",
-                                                {name, owner, ttl, host, pid, std::nullopt});
+                                                {name, owner, ttl, host, pid, std::nullopt, "0"});
                 require(r.rows() == 1 && r.value(0, 2) == "1", "bare unique_key: not granted");
                 const std::string token = r.value(0, 0);
                 if (async_release) {
@@ -326,7 +326,8 @@ void add_mysql_variants(variant_list& out, const std::string& url, const std::st
             "release_lease (UPDATE, durable)",
             [=] {
                 for (int attempt = 0;; ++attempt) {
-                    const auto rows = s->stmts[0]->query({name, owner, ttl_ms, host, pid, nullptr});
+                    const auto rows = s->stmts[0]->query(
+                        {name, owner, ttl_ms, host, pid, nullptr, std::int64_t{0}});
                     require(rows.size() == 1, "bare unique_key: no row returned");
                     if (rows[0][2] == "1") {
                         require(s->stmts[1]->update({name, owner, to_i64(rows[0][0])}) == 1,
@@ -478,7 +479,8 @@ void add_sqlite_variants(variant_list& out, const std::string& url, const std::s
             "acquire_unique_key (INSERT .. ON CONFLICT .. RETURNING); release_lease (DELETE) " +
                 release_sends + "; WAL, synchronous = FULL",
             [=] {
-                const auto r = s->stmts[0]->run({name, owner, ttl_ms, host, pid, nullptr});
+                const auto r =
+                    s->stmts[0]->run({name, owner, ttl_ms, host, pid, nullptr, std::int64_t{0}});
                 require(r.size() == 1 && r[0][2] == "1", "bare unique_key: not granted");
                 released(*s->db, [&] { s->stmts[1]->run({name, owner, to_i64(r[0][0])}); });
                 require(s->db->changes() == 1, "bare unique_key: release deleted no row");

@@ -115,6 +115,7 @@ modes=(
   "PostgreSQL" unique_key        "$PG"
   "PostgreSQL" select_for_update "$PG"
   "MariaDB"    mysql_get_lock    "$MY"
+  "MariaDB"    unique_key        "$MY"
   "MariaDB"    select_for_update "$MY"
   "SQLite"     unique_key        "sqlite://$SQLITE_DIR/handoff.db"
   "SQLite"     select_for_update "sqlite://$SQLITE_DIR/handoff.db"

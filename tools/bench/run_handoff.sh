@@ -30,6 +30,7 @@ runs=(
   "PostgreSQL" unique_key        "$SQLOCK_TEST_POSTGRES_URL"
   "PostgreSQL" select_for_update "$SQLOCK_TEST_POSTGRES_URL"
   "MariaDB"    mysql_get_lock    "$SQLOCK_TEST_MYSQL_URL"
+  "MariaDB"    unique_key        "$SQLOCK_TEST_MYSQL_URL"
   "MariaDB"    select_for_update "$SQLOCK_TEST_MYSQL_URL"
   "SQLite"     unique_key        "$SQLITE_URL"
   "SQLite"     select_for_update "$SQLITE_URL"

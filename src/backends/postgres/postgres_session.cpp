@@ -341,6 +341,10 @@ public:
                           std::string_view(PQgetvalue(settings.get(), 0, 0)) == "0";
     }
 
+    bool pipelines() const noexcept override {
+        return true;
+    }
+
     /// Behind a pooler that shares server connections between transactions (PgBouncer in
     /// transaction mode): statements go unprepared, and nothing session-level is kept.
     bool behind_transaction_pooler() const noexcept override {

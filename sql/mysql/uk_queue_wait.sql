@@ -1,0 +1,1 @@
+-- Nothing to send: GET_LOCK takes its own timeout (uk_queue_enter's $2).

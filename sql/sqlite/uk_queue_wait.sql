@@ -1,0 +1,1 @@
+-- Nothing to send: SQLite waiters poll (no server-side queue).
