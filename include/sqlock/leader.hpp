@@ -110,9 +110,7 @@ public:
     /// As campaign(), giving up after `rel` (steady clock): nullopt when not elected in time.
     template <class Rep, class Period>
     std::optional<std::int64_t> try_campaign_for(const std::chrono::duration<Rep, Period>& rel) {
-        return try_campaign_until_steady(
-            std::chrono::steady_clock::now() +
-            std::chrono::ceil<std::chrono::steady_clock::duration>(rel));
+        return try_campaign_until_steady(detail::steady_deadline(rel));
     }
     /// One attempt, no waiting: the term when elected (or already leading), else nullopt.
     std::optional<std::int64_t> try_campaign();

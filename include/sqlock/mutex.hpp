@@ -11,11 +11,28 @@
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <type_traits>
 
 namespace sqlock {
 
 namespace detail {
 class mutex_impl;
+/// A relative timeout as a deadline on the steady clock (the timed operations' core takes one).
+template <class Rep, class Period>
+std::chrono::steady_clock::time_point
+steady_deadline(const std::chrono::duration<Rep, Period>& rel) {
+    return std::chrono::steady_clock::now() +
+           std::chrono::ceil<std::chrono::steady_clock::duration>(rel);
+}
+/// An absolute deadline on any clock as one on the steady clock.
+template <class Clock, class Duration>
+std::chrono::steady_clock::time_point
+steady_deadline(const std::chrono::time_point<Clock, Duration>& abs) {
+    if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>)
+        return std::chrono::time_point_cast<std::chrono::steady_clock::duration>(abs);
+    else
+        return steady_deadline(abs - Clock::now());
+}
 /// Selects the constructor for sqlock's own locks (semaphore permits, wait queues), whose
 /// names have the reserved form "NAME<0x1f>ROLE". Not for applications.
 struct reserved_name_t {
@@ -133,18 +150,12 @@ public:
     /// before) whose message says so and how to fix it, and for which is_server_full() is true.
     template <class Rep, class Period>
     bool try_lock_for(const std::chrono::duration<Rep, Period>& rel) {
-        return try_lock_until_steady(std::chrono::steady_clock::now() +
-                                     std::chrono::ceil<std::chrono::steady_clock::duration>(rel));
+        return try_lock_until_steady(detail::steady_deadline(rel));
     }
     /// As try_lock_for, with an absolute deadline on any clock.
     template <class Clock, class Duration>
     bool try_lock_until(const std::chrono::time_point<Clock, Duration>& abs) {
-        if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
-            return try_lock_until_steady(
-                std::chrono::time_point_cast<std::chrono::steady_clock::duration>(abs));
-        } else {
-            return try_lock_for(abs - Clock::now());
-        }
+        return try_lock_until_steady(detail::steady_deadline(abs));
     }
     /// Releases one hold. Never throws: when the release cannot be confirmed (the lock was
     /// lost, or the database is unreachable) the outcome is recorded in last_error() and the

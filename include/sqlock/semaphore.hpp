@@ -85,18 +85,12 @@ public:
     /// Throws errc::timeout when the server refused connections until the deadline.
     template <class Rep, class Period>
     bool try_lock_for(const std::chrono::duration<Rep, Period>& rel) {
-        return try_lock_until_steady(std::chrono::steady_clock::now() +
-                                     std::chrono::ceil<std::chrono::steady_clock::duration>(rel));
+        return try_lock_until_steady(detail::steady_deadline(rel));
     }
     /// As try_lock_for, with an absolute deadline on any clock.
     template <class Clock, class Duration>
     bool try_lock_until(const std::chrono::time_point<Clock, Duration>& abs) {
-        if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
-            return try_lock_until_steady(
-                std::chrono::time_point_cast<std::chrono::steady_clock::duration>(abs));
-        } else {
-            return try_lock_for(abs - Clock::now());
-        }
+        return try_lock_until_steady(detail::steady_deadline(abs));
     }
     /// Releases one hold of the calling thread's permit. Never throws; see mutex::unlock().
     void unlock() noexcept;

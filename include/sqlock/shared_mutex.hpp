@@ -70,12 +70,12 @@ public:
     /// Exclusive, waiting at most `rel`; false on timeout (nothing held then).
     template <class Rep, class Period>
     bool try_lock_for(const std::chrono::duration<Rep, Period>& rel) {
-        return try_lock_until_steady(steady_deadline(rel));
+        return try_lock_until_steady(detail::steady_deadline(rel));
     }
     /// As try_lock_for, with an absolute deadline on any clock.
     template <class Clock, class Duration>
     bool try_lock_until(const std::chrono::time_point<Clock, Duration>& abs) {
-        return try_lock_until_steady(steady_deadline(abs));
+        return try_lock_until_steady(detail::steady_deadline(abs));
     }
     /// Releases one exclusive hold. Never throws (see mutex::unlock()).
     void unlock() noexcept;
@@ -88,12 +88,12 @@ public:
     /// Shared, waiting at most `rel`; false on timeout.
     template <class Rep, class Period>
     bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& rel) {
-        return try_lock_shared_until_steady(steady_deadline(rel));
+        return try_lock_shared_until_steady(detail::steady_deadline(rel));
     }
     /// As try_lock_shared_for, with an absolute deadline on any clock.
     template <class Clock, class Duration>
     bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& abs) {
-        return try_lock_shared_until_steady(steady_deadline(abs));
+        return try_lock_shared_until_steady(detail::steady_deadline(abs));
     }
     /// Releases one shared hold. Never throws.
     void unlock_shared() noexcept;
@@ -127,21 +127,6 @@ public:
     bool try_lock_shared_until_steady(std::chrono::steady_clock::time_point deadline);
 
 private:
-    template <class Rep, class Period>
-    static std::chrono::steady_clock::time_point
-    steady_deadline(const std::chrono::duration<Rep, Period>& rel) {
-        return std::chrono::steady_clock::now() +
-               std::chrono::ceil<std::chrono::steady_clock::duration>(rel);
-    }
-    template <class Clock, class Duration>
-    static std::chrono::steady_clock::time_point
-    steady_deadline(const std::chrono::time_point<Clock, Duration>& abs) {
-        if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>)
-            return std::chrono::time_point_cast<std::chrono::steady_clock::duration>(abs);
-        else
-            return steady_deadline(abs - Clock::now());
-    }
-
     std::unique_ptr<detail::shared_mutex_impl> m_impl;
 };
 
