@@ -96,9 +96,9 @@ TEST_SUITE("backend") {
         const auto& row = doc.at(0);
         REQUIRE(row.is_object());
         const std::vector<std::string> fields = {
-            "name",       "owner",         "host",   "pid",         "strategy",
-            "token",      "hold_count",    "held",   "acquired_at", "held_for_ms",
-            "expires_at", "expires_in_ms", "expired"};
+            "name",        "primitive",   "role",       "owner",         "host",
+            "pid",         "strategy",    "token",      "hold_count",    "held",
+            "acquired_at", "held_for_ms", "expires_at", "expires_in_ms", "expired"};
         CHECK(row.size() == fields.size());
         for (const auto& f : fields)
             CHECK_MESSAGE(row.count(f) == 1, f);
@@ -106,8 +106,11 @@ TEST_SUITE("backend") {
         // Documented types: *_ms, pid, token and hold_count are integers; held, expired bools.
         for (const char* f : {"pid", "token", "hold_count", "held_for_ms", "expires_in_ms"})
             CHECK_MESSAGE(row.at(f).is_number_integer(), f);
-        for (const char* f : {"name", "owner", "host", "strategy", "acquired_at", "expires_at"})
+        for (const char* f : {"name", "primitive", "role", "owner", "host", "strategy",
+                              "acquired_at", "expires_at"})
             CHECK_MESSAGE(row.at(f).is_string(), f);
+        CHECK(row.at("primitive") == "mutex"); // a plain mutex: no role
+        CHECK(row.at("role") == "");
         CHECK(row.at("name").get<std::string>() == name);
         CHECK(row.at("owner").get<std::string>() == holder.owner_id());
         CHECK(row.at("pid").get<std::int64_t>() == getpid());
