@@ -90,13 +90,12 @@ void validate_name(std::string_view name) {
         throw error(errc::invalid_argument, "lock name must not contain NUL bytes");
     if (!valid_utf8(name))
         throw error(errc::invalid_argument, "lock name must be valid UTF-8");
-    // Control characters would reach terminals and logs through `sqlock status`, and the unit
-    // separator (0x1f) joins a semaphore's name to its permit (semaphore.cpp): reserved.
-    for (const char c : name)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-            throw error(errc::invalid_argument,
-                        "lock name must not contain control characters (byte " +
-                            std::to_string(static_cast<unsigned char>(c)) + ")");
+    // The unit separator joins a semaphore's or shared_mutex's name to the role of each of its
+    // locks ("NAME<0x1f>permit 2", core/permits.hpp): reserved.
+    if (name.find('\x1f') != std::string_view::npos)
+        throw error(errc::invalid_argument,
+                    "lock name must not contain the unit separator (byte 0x1f): sqlock reserves "
+                    "it for the locks a semaphore or shared_mutex is made of");
 }
 
 /// "NAME<0x1f>ROLE" (mutex::mutex(reserved_name_t, ...)).

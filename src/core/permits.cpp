@@ -43,8 +43,8 @@ permit_pool::permit_pool(database db, std::string name, std::int64_t count,
         throw error(errc::invalid_argument,
                     "a " + m_kind + " needs 1 to " + std::to_string(max_permits) + " " +
                         std::string(role) + "s, got " + std::to_string(count));
-    // The first reserved name checks the name like a mutex's (empty, UTF-8, control
-    // characters), so a bad name fails before anything else is made.
+    // The first reserved name checks the name like a mutex's (empty, UTF-8, NUL, 0x1f), so a
+    // bad name fails before anything else is made.
     m_permits.reserve(static_cast<std::size_t>(count));
     for (std::int64_t k = 0; k < count; ++k)
         m_permits.push_back(std::make_unique<mutex>(

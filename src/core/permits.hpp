@@ -35,7 +35,7 @@ std::string reserved_name(std::string_view name, std::string_view role);
 
 /// Throws errc::invalid_argument when `name` is too long to be followed by a role
 /// (max_semaphore_name_length); `kind` words the message. The rest of the checks (empty,
-/// UTF-8, control characters) come with the first reserved lock made.
+/// UTF-8, NUL, 0x1f) come with the first reserved lock made.
 void validate_primitive_name(std::string_view name, std::string_view kind);
 
 class permit_pool {

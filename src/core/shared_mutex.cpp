@@ -32,6 +32,12 @@ public:
             lease_lost(event);
         };
         mutex_options gate = inner;
+        // A lease whatever the permits' strategy: readers read its row to see that a writer
+        // holds or waits (waiters_check); a select_for_update row shows no holder. It only
+        // orders readers behind writers (exclusion rests on the permits), and it is renewed
+        // where the permits live with their sessions, so that a long write keeps it.
+        gate.strategy = strategy::unique_key;
+        gate.renew = options.renew || options.strategy == strategy::select_for_update;
         gate.on_lost = [this, name](const lock_lost_event& event) {
             lock_lost_event told = event;
             told.name = name;

@@ -248,7 +248,7 @@ TEST_SUITE("shared_mutex") {
         CHECK(code("x", sqlock::max_permits + 1) == sqlock::errc::invalid_argument);
         CHECK(code(std::string(sqlock::max_semaphore_name_length + 1, 'a'), 2) ==
               sqlock::errc::invalid_argument);
-        CHECK(code("bell\a", 2) == sqlock::errc::invalid_argument);
+        CHECK(code("unit\x1fsep", 2) == sqlock::errc::invalid_argument);
         shared_mutex rw(db(), "x", opts(), 2);
         rw.unlock(); // not held: recorded, not thrown
         CHECK_FALSE(rw.last_error().empty());
