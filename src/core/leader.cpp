@@ -4,6 +4,8 @@
 // belongs to the thread that locked it, but destroying the mutex releases it from anywhere.
 #include "sqlock/leader.hpp"
 
+#include "core/database_impl.hpp"
+
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -63,11 +65,14 @@ public:
 
     std::optional<std::int64_t> campaign(std::chrono::steady_clock::time_point deadline) {
         using clock = std::chrono::steady_clock;
-        std::unique_lock turn(m_campaign, std::defer_lock);
-        if (deadline == clock::time_point::max())
-            turn.lock();
-        else if (deadline <= clock::now() ? !turn.try_lock() : !turn.try_lock_until(deadline))
+        // One campaign at a time (a turnstile, not std::timed_mutex: its timed lock is a
+        // pthread_mutex_clocklock, which ThreadSanitizer cannot see).
+        if (!m_campaign.enter(deadline))
             return std::nullopt;
+        struct turn_guard {
+            turnstile& gate;
+            ~turn_guard() { gate.leave(); }
+        } turn{m_campaign};
         {
             std::lock_guard state(m_state);
             if (leading_locked())
@@ -106,7 +111,7 @@ public:
     std::string m_name;
     leader_options m_options;
 
-    std::timed_mutex m_campaign;   ///< one campaign at a time; guards m_next
+    turnstile m_campaign;          ///< one campaign at a time; guards m_next
     std::unique_ptr<mutex> m_next; ///< the mutex the next campaign locks
 
     mutable std::mutex m_state;    ///< guards what follows
