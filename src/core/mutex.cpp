@@ -1,5 +1,6 @@
 #include "sqlock/mutex.hpp"
 
+#include "core/fair_queue.hpp"
 #include "core/hold.hpp"
 #include "core/owner.hpp"
 #include "core/waiting.hpp"
@@ -131,6 +132,12 @@ std::chrono::milliseconds wait_budget(std::chrono::steady_clock::time_point dead
     return ceil<milliseconds>(deadline - now);
 }
 
+/// The longest one wait in the SQLite waiter queue (fair_queue.hpp): a waiter ahead that
+/// stopped without dying (a paused process) delays the others by at most this per attempt.
+constexpr std::chrono::milliseconds fair_queue_step{1000};
+/// The longest a queued caller waits in SQLite's busy handler per attempt.
+constexpr std::chrono::milliseconds fair_queue_server_wait{10};
+
 /// A grant's local lease starts at the send time of the statement that confirmed it. When that
 /// statement waited (a row-lock wait, an acquire queued in the server, a slow reply) the grant
 /// arrives with that much of its lease spent, all of it after a wait longer than the TTL. Such a
@@ -195,8 +202,10 @@ public:
             hold->released = true;
         }
         std::lock_guard lock(m_state_mutex);
-        if (m_held == hold)
+        if (m_held == hold) {
             m_held.reset();
+            m_turn.reset(); // after the release: the next in the SQLite queue goes ahead
+        }
     }
 
     database m_db;
@@ -207,6 +216,9 @@ public:
 
     mutable std::mutex m_state_mutex; ///< guards m_held and m_last_error
     std::shared_ptr<active_hold> m_held;
+    /// SQLite: the current hold's ticket in the name's waiter queue (fair_queue.hpp), kept
+    /// until the hold is released or lost so that no one asks the database ahead of it.
+    std::unique_ptr<fair_turn> m_turn;
     std::string m_last_error;
     loss_reason m_last_loss = loss_reason::none;
     /// The last grant had to wait for someone: the next lock() queues at once (attempt_state).
@@ -377,8 +389,23 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         std::lock_guard lock(impl.m_state_mutex);
         attempts.sighting = impl.m_sighting;
     }
+    // SQLite has no waiter queue of its own: a lock() call (not try_lock()) takes a ticket in
+    // the name's side file and asks the database only once every earlier ticket is gone, so a
+    // releaser asking again queues behind those already waiting (fair_queue.hpp).
+    std::unique_ptr<detail::fair_turn> ticket;
+    if (db.kind() == backend_kind::sqlite && deadline > std::chrono::steady_clock::now())
+        ticket = detail::fair_turn::join(db.lock_file_for(impl.m_name) + ".queue");
     for (;;) {
         bool failed = false;
+        // Not first in line: wait in the kernel for the tickets ahead, at most fair_queue_step
+        // at a time; past it (a waiter ahead stopped without dying), one direct attempt that
+        // does not wait on the server, then back in line.
+        bool bypass = false;
+        if (ticket && !ticket->first()) {
+            const auto step_end = std::chrono::steady_clock::now() + detail::fair_queue_step;
+            // At the deadline too: one last attempt that does not wait, as when polling.
+            bypass = !ticket->wait_first(std::min(deadline, step_end));
+        }
         db.count_acquire_attempt();
         const auto seen = db.wakeups().generation(impl.m_name);
         attempts.waited = false;
@@ -387,8 +414,15 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         try {
             const detail::route_scope via_wait_session(db,
                                                        wait_session ? &**wait_session : nullptr);
-            auto g =
-                impl.m_strategy->try_acquire(db, request, detail::wait_budget(deadline), attempts);
+            // A queued caller waits in SQLite's busy handler (a sleep-and-retry loop) only
+            // briefly: it waits for the holder byte in the kernel instead, below. Not "none":
+            // the lock session keeps that busy timeout for the hold, and a COMMIT with none
+            // failed as "database is locked" while the next in line was trying the lock file.
+            auto budget = detail::wait_budget(deadline);
+            if (ticket && (budget == detail::server_wait::forever ||
+                           budget > detail::fair_queue_server_wait))
+                budget = detail::fair_queue_server_wait;
+            auto g = impl.m_strategy->try_acquire(db, request, budget, attempts);
             if (g)
                 g = detail::confirmed_after_wait(*impl.m_strategy, db, request, std::move(*g));
             if (g) {
@@ -408,6 +442,9 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
                 {
                     std::lock_guard lock(impl.m_state_mutex);
                     impl.m_held = hold;
+                    if (ticket)
+                        ticket->mark_holding();
+                    impl.m_turn = std::move(ticket);
                 }
                 detail::lease_keeper::instance().track(hold);
                 return true;
@@ -445,6 +482,16 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         }
         if (now >= deadline)
             return false;
+        if (ticket && !failed) {
+            // Queued (SQLite): not first in line (the attempt bypassed a stopped waiter ahead)
+            // goes back to waiting in line; first in line waits for the holder to go, at most
+            // for the backoff's pause, then asks again (a stale lease is dropped at that pace).
+            if (bypass)
+                continue;
+            const auto pause = delay.next();
+            ticket->wait_holder_gone(deadline - now < pause ? deadline : now + pause);
+            continue;
+        }
         if ((server_waits || attempts.waited) && !failed)
             continue; // the server already waited; its wait ended before our deadline
         // Contended: from now on (PostgreSQL) a release notification wakes us instead of the
