@@ -1,14 +1,18 @@
-// A FIFO of lock() calls for one name on SQLite, ended by the kernel: see fair_queue.hpp.
+// The waiter queue of one lock name on SQLite, ended by the kernel: see fair_queue.hpp.
 #include "core/fair_queue.hpp"
 
-#include <condition_variable>
-#include <filesystem>
-#include <mutex>
-#include <thread>
-
 #include <cerrno>
+#include <condition_variable>
+#include <deque>
 #include <fcntl.h>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 #ifndef F_OFD_SETLKW
 // No open-file-description locks (not Linux): join() returns nullptr, so nothing below is ever
@@ -23,12 +27,17 @@ namespace sqlock::detail {
 
 namespace {
 
+using std::chrono::steady_clock;
+
 constexpr off_t counter_bytes = 8;
-constexpr off_t holder_byte = 8; ///< held by the queued caller that holds the lock
+constexpr off_t holder_byte = 8;
 constexpr off_t slot_base = 4096;
 /// A counter past this (a torn write after a power loss) starts again from 0: no one can be
 /// queued then, the locks having gone with the machine.
 constexpr std::int64_t counter_limit = std::int64_t{1} << 60;
+/// How long a helper thread with nothing to wait for stays for the next wait (a thread start
+/// would otherwise sit on every handoff's path).
+constexpr std::chrono::seconds idle_helper_keep{2};
 
 int ofd_lock(int fd, int cmd, short type, off_t start, off_t len) noexcept {
     struct flock fl {};
@@ -44,17 +53,176 @@ int ofd_lock(int fd, int cmd, short type, off_t start, off_t len) noexcept {
     return rc;
 }
 
-} // namespace
+/// The type of a lock another open file description holds on [start, start + len) that
+/// conflicts with a lock of type `as`: F_UNLCK when none, -1 when the kernel cannot tell. Asked
+/// as F_RDLCK, it reports write locks only (queue positions, not helpers' brief read locks).
+int conflicting(int fd, short as, off_t start, off_t len) noexcept {
+    struct flock fl {};
+    fl.l_type = as;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = start;
+    fl.l_len = len;
+    fl.l_pid = 0;
+    if (::fcntl(fd, F_OFD_GETLK, &fl) == -1)
+        return -1;
+    return fl.l_type;
+}
 
-struct fair_turn::waiter {
-    std::mutex m;
-    std::condition_variable cv;
-    bool done = false;
+struct file_key {
+    std::uint64_t dev = 0;
+    std::uint64_t inode = 0;
+    auto operator<=>(const file_key&) const = default;
 };
 
-std::unique_ptr<fair_turn> fair_turn::join(const std::string& file) noexcept {
+/// One wait in the kernel until no write lock is left on [start, start + len) of a queue file.
+struct range_wait {
+    enum class state { pending, freed, failed };
+    std::string path;
+    file_key file;
+    off_t start = 0;
+    off_t len = 0;
+    std::mutex m;
+    std::condition_variable cv;
+    state outcome = state::pending; ///< guarded by m
+};
+
+/// The helper threads of this process that block in F_OFD_SETLKW for its waiters. A wait for
+/// a range of a file reuses a pending wait for the same start and a range no longer than its
+/// own (when that one ends, the caller looks again and, if need be, waits for the rest), so
+/// abandoned waits (a caller's deadline passed while a process ahead is stopped) leave at most
+/// one blocked thread per file and range start instead of one each. Threads stay idle for
+/// idle_helper_keep for the next wait, then end. Never destroyed: detached threads use it up
+/// to the process's exit.
+class wait_threads {
+public:
+    static wait_threads& instance() {
+        static auto* const threads = new wait_threads;
+        return *threads;
+    }
+
+    /// A wait, pending or ended, that ends no later than [start, start + len) is free; nullptr
+    /// when no thread could be started.
+    std::shared_ptr<range_wait> wait_for(const std::string& path, file_key file, off_t start,
+                                         off_t len) noexcept {
+        try {
+            std::lock_guard lock(m_mutex);
+            std::shared_ptr<range_wait> best;
+            for (auto it = m_pending.begin(); it != m_pending.end();) {
+                auto& waits = it->second;
+                std::erase_if(waits, [](const std::shared_ptr<range_wait>& w) {
+                    std::lock_guard state(w->m);
+                    return w->outcome != range_wait::state::pending;
+                });
+                if (waits.empty()) {
+                    it = m_pending.erase(it);
+                    continue;
+                }
+                if (it->first == file) {
+                    for (const auto& w : waits)
+                        if (w->start == start && w->len <= len && (!best || w->len > best->len))
+                            best = w;
+                }
+                ++it;
+            }
+            if (best)
+                return best;
+            auto w = std::make_shared<range_wait>();
+            w->path = path;
+            w->file = file;
+            w->start = start;
+            w->len = len;
+            m_jobs.push_back(w);
+            if (m_idle >= m_jobs.size()) {
+                m_work.notify_one();
+            } else {
+                try {
+                    std::thread([this] { run(); }).detach();
+                } catch (...) {
+                    m_jobs.pop_back();
+                    return nullptr;
+                }
+            }
+            m_pending[file].push_back(w);
+            return w;
+        } catch (...) {
+            return nullptr;
+        }
+    }
+
+private:
+    void run() noexcept {
+        std::unique_lock lock(m_mutex);
+        for (;;) {
+            if (m_jobs.empty()) {
+                ++m_idle;
+                const bool work =
+                    m_work.wait_for(lock, idle_helper_keep, [&] { return !m_jobs.empty(); });
+                --m_idle;
+                if (!work)
+                    return;
+            }
+            const auto job = std::move(m_jobs.front());
+            m_jobs.pop_front();
+            lock.unlock();
+            block_until_free(*job);
+            lock.lock();
+        }
+    }
+
+    static void block_until_free(range_wait& w) noexcept {
+        auto outcome = range_wait::state::failed;
+        // An open file description of its own: the caller's locks would not conflict with its
+        // own wait, and closing it drops only the brief read lock below.
+        const int fd = ::open(w.path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd != -1) {
+            struct stat st {};
+            // A file replaced since the caller opened it is another queue: report failure
+            // (the caller stops queueing) rather than a wait that ended on the wrong file.
+            if (::fstat(fd, &st) == 0 && st.st_dev == w.file.dev && st.st_ino == w.file.inode &&
+                ofd_lock(fd, F_OFD_SETLKW, F_RDLCK, w.start, w.len) == 0)
+                outcome = range_wait::state::freed;
+            ::close(fd);
+        }
+        std::lock_guard lock(w.m);
+        w.outcome = outcome;
+        w.cv.notify_all();
+    }
+
+    std::mutex m_mutex;
+    std::condition_variable m_work;
+    std::deque<std::shared_ptr<range_wait>> m_jobs;                         ///< not yet taken up
+    std::map<file_key, std::vector<std::shared_ptr<range_wait>>> m_pending; ///< taken or not
+    std::size_t m_idle = 0; ///< threads waiting for a job
+};
+
+enum class wait_result { freed, timed_out, failed };
+
+/// Waits until no write lock is left on [start, start + len) of the queue file, or `until`.
+wait_result wait_free(const std::string& path, file_key file, off_t start, off_t len,
+                      steady_clock::time_point until) noexcept {
+    const auto w = wait_threads::instance().wait_for(path, file, start, len);
+    if (!w)
+        return wait_result::failed;
+    std::unique_lock lock(w->m);
+    w->cv.wait_until(lock, until, [&] { return w->outcome != range_wait::state::pending; });
+    switch (w->outcome) {
+    case range_wait::state::freed:
+        return wait_result::freed;
+    case range_wait::state::failed:
+        return wait_result::failed;
+    case range_wait::state::pending:
+        break;
+    }
+    return wait_result::timed_out;
+}
+
+} // namespace
+
+std::unique_ptr<fair_turn> fair_turn::join(const std::string& file,
+                                           steady_clock::time_point until) noexcept {
 #ifdef SQLOCK_NO_OFD_LOCKS
     (void)file;
+    (void)until;
     return nullptr; // no open-file-description locks (not Linux): poll as before
 #else
     try {
@@ -64,11 +232,21 @@ std::unique_ptr<fair_turn> fair_turn::join(const std::string& file) noexcept {
         if (fd == -1)
             return nullptr;
         auto fail = [fd] {
-            ::close(fd);
+            ::close(fd); // drops whatever this descriptor locked
             return std::unique_ptr<fair_turn>();
         };
-        if (ofd_lock(fd, F_OFD_SETLKW, F_WRLCK, 0, counter_bytes) == -1)
+        struct stat st {};
+        if (::fstat(fd, &st) == -1)
             return fail();
+        const file_key key{static_cast<std::uint64_t>(st.st_dev),
+                           static_cast<std::uint64_t>(st.st_ino)};
+        // The counter, with a deadline: try, and while another holds it wait in the kernel
+        // for it to go (then try again: another joiner may have been quicker).
+        while (ofd_lock(fd, F_OFD_SETLK, F_WRLCK, 0, counter_bytes) == -1) {
+            if ((errno != EAGAIN && errno != EACCES) ||
+                wait_free(file, key, 0, counter_bytes, until) != wait_result::freed)
+                return fail();
+        }
         std::int64_t counter = 0;
         const auto got = ::pread(fd, &counter, sizeof counter, 0);
         if (got != static_cast<ssize_t>(sizeof counter) || counter < 0 || counter >= counter_limit)
@@ -77,9 +255,9 @@ std::unique_ptr<fair_turn> fair_turn::join(const std::string& file) noexcept {
         // Own slot first, then publish the counter: a later ticket always finds it locked.
         if (ofd_lock(fd, F_OFD_SETLK, F_WRLCK, slot_base + ticket, 1) == -1 ||
             ::pwrite(fd, &ticket, sizeof ticket, 0) != static_cast<ssize_t>(sizeof ticket))
-            return fail(); // closing drops both locks
+            return fail();
         ofd_lock(fd, F_OFD_SETLK, F_UNLCK, 0, counter_bytes);
-        return std::unique_ptr<fair_turn>(new fair_turn(file, fd, ticket));
+        return std::unique_ptr<fair_turn>(new fair_turn(file, fd, key.dev, key.inode, ticket));
     } catch (...) {
         return nullptr;
     }
@@ -92,89 +270,47 @@ fair_turn::~fair_turn() {
 }
 
 bool fair_turn::first() noexcept {
-    if (m_first)
-        return true;
-    if (m_waiter) {
-        std::lock_guard lock(m_waiter->m);
-        m_first = m_waiter->done;
-        return m_first;
-    }
-    if (m_ticket <= 1)
+    if (m_first || m_ticket <= 1)
         return m_first = true;
-    struct flock fl {};
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = slot_base + 1;
-    fl.l_len = m_ticket - 1;
-    if (::fcntl(m_fd, F_OFD_GETLK, &fl) == -1)
-        return m_first = true; // cannot tell: behave as without a queue
-    m_first = fl.l_type == F_UNLCK;
+    const int held = conflicting(m_fd, F_RDLCK, slot_base + 1, m_ticket - 1);
+    m_first = held != F_WRLCK; // -1: cannot tell, behave as without a queue
     return m_first;
 }
 
-std::shared_ptr<fair_turn::waiter> fair_turn::spawn(off_t start, off_t len) noexcept {
-    try {
-        auto w = std::make_shared<waiter>();
-        // The helper waits on its own open file description, so that a caller giving up
-        // (closing its descriptor) leaves it nothing to undo but its own brief lock.
-        std::thread([w, file = m_file, start, len] {
-            const int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
-            if (fd != -1) {
-                ofd_lock(fd, F_OFD_SETLKW, F_WRLCK, start, len);
-                ::close(fd); // drops that lock at once
-            }
-            std::lock_guard lock(w->m);
-            w->done = true;
-            w->cv.notify_all();
-        }).detach();
-        return w;
-    } catch (...) {
-        return nullptr; // no thread: the caller behaves as without a queue
+bool fair_turn::wait_first(steady_clock::time_point until) noexcept {
+    // Each round blocks in the kernel; it ends early only when a range became free, after
+    // which first() looks at the whole range again (a shared wait may cover only part of it).
+    while (!first()) {
+        switch (wait_free(m_file, {m_dev, m_inode}, slot_base + 1, m_ticket - 1, until)) {
+        case wait_result::freed:
+            continue;
+        case wait_result::timed_out:
+            return false;
+        case wait_result::failed:
+            return m_first = true; // no wait in the kernel possible: behave as without a queue
+        }
     }
-}
-
-bool fair_turn::await(const std::shared_ptr<waiter>& w,
-                      std::chrono::steady_clock::time_point until) noexcept {
-    std::unique_lock lock(w->m);
-    w->cv.wait_until(lock, until, [&] { return w->done; });
-    return w->done;
-}
-
-bool fair_turn::wait_first(std::chrono::steady_clock::time_point until) noexcept {
-    if (first())
-        return true;
-    if (!m_waiter)
-        m_waiter = spawn(slot_base + 1, m_ticket - 1);
-    m_first = !m_waiter || await(m_waiter, until);
-    return m_first;
+    return true;
 }
 
 void fair_turn::mark_holding() noexcept {
     // The holder byte first, then out of the line: the next in line finds the lock taken.
-    ofd_lock(m_fd, F_OFD_SETLK, F_WRLCK, holder_byte, 1); // held by a lost holder: skip it
+    // A read lock on it is a helper's (someone's wait for the previous holder, ending): it goes
+    // within microseconds, so try again briefly. A write lock is a holder whose hold was lost
+    // and not yet unlocked: not worth waiting for; without the byte, the next in line polls.
+    const auto give_up = steady_clock::now() + std::chrono::milliseconds(1);
+    while (ofd_lock(m_fd, F_OFD_SETLK, F_WRLCK, holder_byte, 1) == -1 &&
+           conflicting(m_fd, F_WRLCK, holder_byte, 1) == F_RDLCK && steady_clock::now() < give_up)
+        std::this_thread::yield();
     ofd_lock(m_fd, F_OFD_SETLK, F_UNLCK, slot_base + m_ticket, 1);
 }
 
-void fair_turn::wait_holder_gone(std::chrono::steady_clock::time_point until) noexcept {
-    if (!m_holder_waiter) {
-        struct flock fl {};
-        fl.l_type = F_WRLCK;
-        fl.l_whence = SEEK_SET;
-        fl.l_start = holder_byte;
-        fl.l_len = 1;
-        if (::fcntl(m_fd, F_OFD_GETLK, &fl) == -1 || fl.l_type == F_UNLCK) {
-            // No queued holder to wait for (a try_lock() holder, an older sqlock): poll.
-            std::this_thread::sleep_until(until);
-            return;
-        }
-        m_holder_waiter = spawn(holder_byte, 1);
-        if (!m_holder_waiter) {
-            std::this_thread::sleep_until(until);
-            return;
-        }
-    }
-    if (await(m_holder_waiter, until))
-        m_holder_waiter.reset(); // that holder is gone; the next wait looks again
+void fair_turn::wait_holder_gone(steady_clock::time_point until) noexcept {
+    if (conflicting(m_fd, F_RDLCK, holder_byte, 1) != F_WRLCK ||
+        wait_free(m_file, {m_dev, m_inode}, holder_byte, 1, until) == wait_result::failed)
+        // No queued holder to wait for (a try_lock() holder, an older sqlock), or no helper:
+        // the caller's backoff pause, as when polling.
+        std::this_thread::sleep_until(until);
 }
 
 } // namespace sqlock::detail

@@ -135,6 +135,10 @@ std::chrono::milliseconds wait_budget(std::chrono::steady_clock::time_point dead
 /// The longest one wait in the SQLite waiter queue (fair_queue.hpp): a waiter ahead that
 /// stopped without dying (a paused process) delays the others by at most this per attempt.
 constexpr std::chrono::milliseconds fair_queue_step{1000};
+/// The longest a caller waits to take a ticket in that queue (the counter is locked for a read
+/// and a write; only a process stopped in between holds it longer): past it, the caller waits
+/// without a ticket, by polling as before the queue.
+constexpr std::chrono::milliseconds fair_queue_join_wait{100};
 /// The longest a queued caller waits in SQLite's busy handler per attempt.
 constexpr std::chrono::milliseconds fair_queue_server_wait{10};
 
@@ -393,8 +397,10 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
     // the name's side file and asks the database only once every earlier ticket is gone, so a
     // releaser asking again queues behind those already waiting (fair_queue.hpp).
     std::unique_ptr<detail::fair_turn> ticket;
-    if (db.kind() == backend_kind::sqlite && deadline > std::chrono::steady_clock::now())
-        ticket = detail::fair_turn::join(db.lock_file_for(impl.m_name) + ".queue");
+    if (const auto now = std::chrono::steady_clock::now();
+        db.kind() == backend_kind::sqlite && deadline > now)
+        ticket = detail::fair_turn::join(db.lock_file_for(impl.m_name) + ".queue",
+                                         std::min(deadline, now + detail::fair_queue_join_wait));
     for (;;) {
         bool failed = false;
         // Not first in line: wait in the kernel for the tickets ahead, at most fair_queue_step
@@ -419,8 +425,8 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
             // the lock session keeps that busy timeout for the hold, and a COMMIT with none
             // failed as "database is locked" while the next in line was trying the lock file.
             auto budget = detail::wait_budget(deadline);
-            if (ticket && (budget == detail::server_wait::forever ||
-                           budget > detail::fair_queue_server_wait))
+            if (ticket &&
+                (budget == detail::server_wait::forever || budget > detail::fair_queue_server_wait))
                 budget = detail::fair_queue_server_wait;
             auto g = impl.m_strategy->try_acquire(db, request, budget, attempts);
             if (g)
@@ -442,6 +448,9 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
                 {
                     std::lock_guard lock(impl.m_state_mutex);
                     impl.m_held = hold;
+                    // A ticket kept by an earlier hold of this mutex that was lost and never
+                    // unlocked goes first, so that this one can take the holder byte.
+                    impl.m_turn.reset();
                     if (ticket)
                         ticket->mark_holding();
                     impl.m_turn = std::move(ticket);
