@@ -1,47 +1,249 @@
-// SQLite: lock() calls queue in a side file beside the lock files (src/core/fair_queue.hpp),
-// so a releaser that asks again at once goes behind a waiter of another process. Two database
-// handles stand in for two processes: each has its own in-process gate and its own open file
-// descriptions, which is all the queue sees of a process.
+// SQLite: calls that may wait queue in a side file beside the lock files
+// (src/core/fair_queue.hpp). Real processes (tests/support/contender.cpp) take places in line;
+// the test reads the queue's ticket counter to know who joined when, and stops or kills them.
+// Suite fair_sqlite: SQLite only, every strategy (the queue sits in the shared lock loop).
 #include "backend_fixture.hpp"
+#include "core/database_impl.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <signal.h>
+#include <string>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
+#include <utility>
 
 using namespace std::chrono_literals;
 using sqlock::mutex;
+using test::db;
 using test::opts;
 using test::unique_name;
 
-TEST_SUITE("common") {
+namespace {
 
-    TEST_CASE("SQLite: a releaser asking again at once cannot starve a waiter elsewhere") {
-        if (test::backend().kind != sqlock::backend_kind::sqlite)
-            return; // the server backends queue (or not) in the server: queue_test.cpp
-        const auto name = unique_name("fair");
-        auto releaser_handle = sqlock::connect(test::backend().url);
-        auto waiter_handle = sqlock::connect(test::backend().url);
-        std::atomic<int> grants{0};
-        std::atomic<bool> waiter_done{false};
-        std::jthread releaser([&] {
-            mutex m(releaser_handle, name, opts());
-            const auto end = std::chrono::steady_clock::now() + 10s;
-            while (!waiter_done && std::chrono::steady_clock::now() < end) {
-                if (!m.try_lock_for(10s))
-                    return;
-                ++grants;
-                m.unlock(); // and straight back to lock(): no pause
-            }
-        });
-        REQUIRE(test::eventually([&] { return grants.load() >= 20; }, 10s));
-        mutex waiter(waiter_handle, name, opts());
-        const auto asked = std::chrono::steady_clock::now();
-        const bool granted = waiter.try_lock_for(5s);
-        const auto waited = std::chrono::steady_clock::now() - asked;
-        waiter_done = true;
+std::string strategy_arg() {
+    return std::string(sqlock::to_string(test::strategy()));
+}
+
+/// The queue file of `name` in the test database.
+std::string queue_file(const std::string& name) {
+    return db().impl()->lock_file_for(name) + ".queue";
+}
+
+/// The queue's ticket counter: how many calls have joined it (0 before the file exists).
+std::int64_t tickets_taken(const std::string& name) {
+    std::int64_t counter = 0;
+    const int fd = ::open(queue_file(name).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd != -1) {
+        if (::pread(fd, &counter, sizeof counter, 0) != static_cast<ssize_t>(sizeof counter))
+            counter = 0;
+        ::close(fd);
+    }
+    return counter;
+}
+
+void touch(const std::string& path) {
+    std::ofstream{path};
+}
+
+bool exists(const std::string& path) {
+    return std::filesystem::exists(path);
+}
+
+/// A child process that is killed and reaped if the test ends before waiting for it (a failed
+/// REQUIRE), so that no contender outlives its test.
+struct child {
+    pid_t pid = -1;
+
+    explicit child(pid_t p) : pid(p) {}
+    child(child&& other) noexcept : pid(std::exchange(other.pid, -1)) {}
+    child& operator=(child&&) = delete;
+    ~child() {
+        if (pid > 0) {
+            kill(-pid, SIGKILL);
+            test::wait_exit(pid);
+        }
+    }
+    /// Waits for it to exit; its exit status (128 + N when killed by signal N).
+    int exit_status() { return test::wait_exit(std::exchange(pid, -1)); }
+    /// Stops it (SIGSTOP) and waits until it is stopped.
+    bool stop() const {
+        int status = 0;
+        return kill(pid, SIGSTOP) == 0 && waitpid(pid, &status, WUNTRACED) == pid &&
+               WIFSTOPPED(status);
+    }
+};
+
+/// A contender process in line for `name`: `sqlock_contender line` with its own directory.
+struct in_line {
+    std::string dir;
+    child process;
+
+    in_line(const std::string& name, const std::string& who)
+        : dir(test::backend().scratch_dir + "/" + name + "." + who),
+          process((std::filesystem::create_directories(dir),
+                   test::spawn({SQLOCK_CONTENDER_PATH, "line", test::backend().url, name,
+                                strategy_arg(), dir},
+                               {}, {}, dir + "/stderr"))) {}
+    bool locked() const { return exists(dir + "/locked"); }
+    /// Lets it unlock; its exit status once it has.
+    int release() {
+        touch(dir + "/release");
+        return process.exit_status();
+    }
+};
+
+/// Spawns `who` in line for `name` and waits until it has taken its ticket.
+in_line join_line(const std::string& name, const std::string& who) {
+    const auto before = tickets_taken(name);
+    in_line p(name, who);
+    REQUIRE_MESSAGE(test::eventually([&] { return tickets_taken(name) > before; }, 10s),
+                    who << " never joined the queue");
+    return p;
+}
+
+/// The number of threads of this process.
+int thread_count() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind("Threads:", 0) == 0)
+            return std::stoi(line.substr(8));
+    return -1;
+}
+
+} // namespace
+
+TEST_SUITE("fair_sqlite") {
+
+    TEST_CASE("a process re-locking at once cannot starve a waiter in another process") {
+        // Without the queue, the releaser's next INSERT (or BEGIN IMMEDIATE) comes microseconds
+        // after its release, long before a polling waiter wakes: the waiter is never granted.
+        const auto name = unique_name("fair-churn");
+        const auto dir = test::backend().scratch_dir + "/" + name;
+        std::filesystem::create_directories(dir);
+        child releaser(test::spawn(
+            {SQLOCK_CONTENDER_PATH, "hog", test::backend().url, name, strategy_arg(), "0", dir}, {},
+            dir + "/grants", dir + "/stderr"));
+        REQUIRE(test::eventually([&] { return exists(dir + "/started"); }, 10s));
+        mutex waiter(db(), name, opts());
+        std::chrono::steady_clock::duration longest{};
+        bool all_granted = true;
+        for (int round = 0; round < 50 && all_granted; ++round) {
+            const auto asked = std::chrono::steady_clock::now();
+            all_granted = waiter.try_lock_for(5s);
+            longest = std::max(longest, std::chrono::steady_clock::now() - asked);
+            if (all_granted)
+                waiter.unlock();
+        }
+        touch(dir + "/stop");
+        CHECK(releaser.exit_status() == 0);
+        CHECK_MESSAGE(all_granted, test::read_file(dir + "/stderr"));
+        CHECK(longest < 1s);
+    }
+
+    TEST_CASE("a killed waiter's turn is skipped at once") {
+        const auto name = unique_name("fair-kill");
+        mutex holder(db(), name, opts());
+        holder.lock();
+        auto doomed = join_line(name, "doomed");
+        auto next = join_line(name, "next");
+        kill(doomed.process.pid, SIGKILL);
+        CHECK(doomed.process.exit_status() == 128 + SIGKILL);
+        const auto released = std::chrono::steady_clock::now();
+        holder.unlock();
+        REQUIRE(test::eventually([&] { return next.locked(); }, 10s));
+        // The kernel dropped the dead waiter's place: "next" goes on the release, not after
+        // the bounded-bypass step (1 s) that a live but stopped waiter ahead would cost.
+        CHECK(std::chrono::steady_clock::now() - released < 500ms);
+        CHECK(next.release() == 0);
+    }
+
+    TEST_CASE("a stopped waiter ahead delays the next by at most one bypass step") {
+        const auto name = unique_name("fair-stop");
+        mutex holder(db(), name, opts());
+        holder.lock();
+        auto first = join_line(name, "first");
+        auto stopped = join_line(name, "stopped");
+        auto next = join_line(name, "next");
+        REQUIRE(stopped.process.stop());
+        holder.unlock();
+        REQUIRE(test::eventually([&] { return first.locked(); }, 10s));
+        CHECK(first.release() == 0);
+        const auto released = std::chrono::steady_clock::now();
+        // "stopped" is next in line but cannot ask: "next" waits at most the bypass step
+        // (1 s), then asks the database itself, and is granted.
+        const bool granted = test::eventually([&] { return next.locked(); }, 10s);
+        const auto took = std::chrono::steady_clock::now() - released;
+        kill(stopped.process.pid, SIGCONT);
         REQUIRE(granted);
-        waiter.unlock();
-        CHECK(waited < 1s); // before the queue: never granted while the releaser ran
+        CHECK(took < 1500ms);
+        CHECK(next.release() == 0);
+        // Resumed, the stopped waiter still gets its turn.
+        REQUIRE(test::eventually([&] { return stopped.locked(); }, 10s));
+        CHECK(stopped.release() == 0);
+    }
+
+    TEST_CASE("timed waits behind a stopped waiter leave no thread each behind") {
+        // Each timed wait blocks in the kernel on a helper thread; one that gives up leaves it
+        // blocked until the range frees. Helpers are shared per queue file and range start.
+        const auto name = unique_name("fair-threads");
+        mutex holder(db(), name, opts());
+        holder.lock();
+        auto first = join_line(name, "first");
+        auto stopped = join_line(name, "stopped"); // second: waiting in the kernel, not polling
+        REQUIRE(stopped.process.stop());
+        mutex waiter(db(), name, opts());
+        CHECK_FALSE(waiter.try_lock_for(20ms)); // starts this process's helper thread
+        const int before = thread_count();
+        int granted = 0;
+        for (int i = 0; i < 30; ++i)
+            granted += waiter.try_lock_for(20ms) ? 1 : 0;
+        const int after = thread_count();
+        kill(stopped.process.pid, SIGCONT);
+        holder.unlock();
+        REQUIRE(test::eventually([&] { return first.locked(); }, 10s));
+        CHECK(first.release() == 0);
+        REQUIRE(test::eventually([&] { return stopped.locked(); }, 10s));
+        CHECK(stopped.release() == 0);
+        CHECK(granted == 0);
+        CHECK(after - before <= 2);
+    }
+
+    TEST_CASE("a process stopped while taking a ticket does not stall the others") {
+        // The test holds the ticket counter's lock, as a process stopped between reading and
+        // writing the counter would: a joiner gives up queueing and waits by polling.
+        const auto name = unique_name("fair-counter");
+        std::filesystem::create_directories(std::filesystem::path(queue_file(name)).parent_path());
+        const int fd = ::open(queue_file(name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        REQUIRE(fd != -1);
+        struct flock fl {};
+        fl.l_type = F_WRLCK;
+        fl.l_whence = SEEK_SET;
+        fl.l_start = 0;
+        fl.l_len = 8;
+        REQUIRE(::fcntl(fd, F_OFD_SETLK, &fl) == 0);
+        std::atomic<bool> done{false};
+        std::atomic<bool> granted{false};
+        std::chrono::steady_clock::duration took{};
+        std::thread caller([&] {
+            mutex m(db(), name, opts());
+            const auto asked = std::chrono::steady_clock::now();
+            granted = m.try_lock_for(10s);
+            took = std::chrono::steady_clock::now() - asked;
+            if (granted)
+                m.unlock();
+            done = true;
+        });
+        const bool returned = test::eventually([&] { return done.load(); }, 3s);
+        ::close(fd); // drops the counter lock: a caller stuck on it goes on
+        caller.join();
+        CHECK(returned);
+        CHECK(granted);
+        CHECK(took < 1s);
     }
 }

@@ -24,6 +24,10 @@
 // A releaser that asks again at once: lock(), hold HOLD_MS, unlock(), lock() again ... until
 // DIR/stop exists. Creates DIR/started after the first grant; prints the number of grants.
 // Exit codes: 0 ok, 4 unlock reported a failure.
+//
+//   sqlock_contender line URL NAME STRATEGY DIR
+// lock() (a place in line), creates DIR/locked, waits for DIR/release to exist, unlock(),
+// exit 0 (4 when unlock() reported a failure).
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -180,7 +184,30 @@ int hog(char** argv) {
     return 0;
 }
 
+/// line URL NAME STRATEGY DIR (see the top of the file).
+int line(char** argv) {
+    auto db = sqlock::connect(argv[2]);
+    sqlock::mutex_options o;
+    o.strategy = sqlock::parse_strategy(argv[4]);
+    sqlock::mutex m(db, argv[3], o);
+    const std::string dir = argv[5];
+    m.lock();
+    touch(dir + "/locked", std::to_string(m.token()) + "\n");
+    while (access((dir + "/release").c_str(), F_OK) != 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1)); // the test's signal
+    m.unlock();
+    return m.last_error().empty() ? 0 : 4;
+}
+
 int main(int argc, char** argv) {
+    if (argc == 6 && std::string(argv[1]) == "line") {
+        try {
+            return line(argv);
+        } catch (const std::exception& e) {
+            std::cerr << "contender line: " << e.what() << "\n";
+            return 1;
+        }
+    }
     if (argc == 7 && std::string(argv[1]) == "sem-hog") {
         try {
             return sem_hog(argv);
