@@ -226,9 +226,14 @@ std::unique_ptr<fair_turn> fair_turn::join(const std::string& file,
     return nullptr; // no open-file-description locks (not Linux): poll as before
 #else
     try {
-        std::error_code ec;
-        std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ec);
-        const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (fd == -1 && errno == ENOENT) {
+            // The directory is missing (the first queue of this database): create it then,
+            // rather than stat it on every lock().
+            std::error_code ec;
+            std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ec);
+            fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        }
         if (fd == -1)
             return nullptr;
         auto fail = [fd] {
