@@ -105,7 +105,7 @@ public:
     std::shared_ptr<range_wait> wait_for(const std::string& path, file_key file, off_t start,
                                          off_t len) noexcept {
         try {
-            std::lock_guard lock(m_mutex);
+            std::unique_lock lock(m_mutex);
             std::shared_ptr<range_wait> best;
             for (auto it = m_pending.begin(); it != m_pending.end();) {
                 auto& waits = it->second;
@@ -132,9 +132,8 @@ public:
             w->start = start;
             w->len = len;
             m_jobs.push_back(w);
-            if (m_idle >= m_jobs.size()) {
-                m_work.notify_one();
-            } else {
+            const bool idle_thread = m_idle >= m_jobs.size();
+            if (!idle_thread) {
                 try {
                     std::thread([this] { run(); }).detach();
                 } catch (...) {
@@ -143,6 +142,11 @@ public:
                 }
             }
             m_pending[file].push_back(w);
+            lock.unlock();
+            // Outside the lock: the woken thread's first step is to take it (a handoff on
+            // every wait, so an extra context switch each time would show).
+            if (idle_thread)
+                m_work.notify_one();
             return w;
         } catch (...) {
             return nullptr;
@@ -183,9 +187,11 @@ private:
                 outcome = range_wait::state::freed;
             ::close(fd);
         }
-        std::lock_guard lock(w.m);
-        w.outcome = outcome;
-        w.cv.notify_all();
+        {
+            std::lock_guard lock(w.m);
+            w.outcome = outcome;
+        }
+        w.cv.notify_all(); // after the unlock: the job (a shared_ptr) keeps w alive
     }
 
     std::mutex m_mutex;
@@ -310,8 +316,12 @@ void fair_turn::mark_holding() noexcept {
     ofd_lock(m_fd, F_OFD_SETLK, F_UNLCK, slot_base + m_ticket, 1);
 }
 
+bool fair_turn::holder_present() noexcept {
+    return conflicting(m_fd, F_RDLCK, holder_byte, 1) == F_WRLCK;
+}
+
 void fair_turn::wait_holder_gone(steady_clock::time_point until) noexcept {
-    if (conflicting(m_fd, F_RDLCK, holder_byte, 1) != F_WRLCK ||
+    if (!holder_present() ||
         wait_free(m_file, {m_dev, m_inode}, holder_byte, 1, until) == wait_result::failed)
         // No queued holder to wait for (a try_lock() holder, an older sqlock), or no helper:
         // the caller's backoff pause, as when polling.

@@ -56,6 +56,8 @@ public:
     /// becomes first and waits for the holder byte). Kept until this object is destroyed,
     /// which must happen after the release. Never throws.
     void mark_holding() noexcept;
+    /// True when a queued caller holds the lock (its holder byte is locked). Never throws.
+    bool holder_present() noexcept;
     /// First in line and the lock is held: waits in the kernel until the holder byte is
     /// unlocked (its holder released or died) or `until`, whichever comes first; sleeps until
     /// `until` when no queued caller holds it (a try_lock() holder). Never throws.

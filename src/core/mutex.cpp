@@ -169,6 +169,27 @@ std::optional<grant> confirmed_after_wait(lock_strategy& strategy, database_impl
     }
 }
 
+/// SQLite's waiter queue (fair_queue.hpp), before an attempt: waits in the kernel until every
+/// earlier ticket is gone, at most fair_queue_step (or to the deadline). False when that wait
+/// ended first: the caller makes one attempt anyway (bounded bypass of a stopped waiter ahead,
+/// or the last attempt at the deadline). A caller that has just become first while the caller
+/// ahead still holds the lock (it left the line when granted) also waits for that holder, at
+/// most one backoff pause: an attempt now must fail, and on SQLite's one writer it would hold
+/// up the holder's release too.
+bool await_turn(fair_turn& ticket, std::chrono::steady_clock::time_point deadline, backoff& delay) {
+    if (ticket.first())
+        return true;
+    const auto step_end = std::chrono::steady_clock::now() + fair_queue_step;
+    if (!ticket.wait_first(std::min(deadline, step_end)))
+        return false;
+    if (ticket.holder_present()) {
+        const auto now = std::chrono::steady_clock::now();
+        const auto pause = delay.next();
+        ticket.wait_holder_gone(deadline - now < pause ? deadline : now + pause);
+    }
+    return true;
+}
+
 } // namespace
 
 class mutex_impl {
@@ -368,9 +389,11 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
 
     detail::backoff delay(impl.m_options.retry_min, impl.m_options.retry_max);
     detail::full_server_backoff full_delay;
-    // Since when the server has refused every connection for lack of slots (unset while it
-    // takes them), and its last refusal.
-    std::optional<std::chrono::steady_clock::time_point> refused_since;
+    // Whether the server refuses every connection for lack of slots, since when, and its last
+    // refusal. (A plain time point and a flag, not an optional: GCC 12 warns, wrongly, that an
+    // optional one may be read uninitialized.)
+    bool refused = false;
+    std::chrono::steady_clock::time_point refused_since{};
     std::optional<error> refusal;
     // A polling waiter's session, kept from its first wait to the end of this call: its
     // attempts run there and it listens there for releases (PostgreSQL), so that waiting costs
@@ -405,13 +428,8 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         bool failed = false;
         // Not first in line: wait in the kernel for the tickets ahead, at most fair_queue_step
         // at a time; past it (a waiter ahead stopped without dying), one direct attempt that
-        // does not wait on the server, then back in line.
-        bool bypass = false;
-        if (ticket && !ticket->first()) {
-            const auto step_end = std::chrono::steady_clock::now() + detail::fair_queue_step;
-            // At the deadline too: one last attempt that does not wait, as when polling.
-            bypass = !ticket->wait_first(std::min(deadline, step_end));
-        }
+        // does not wait on the server, then back in line (bypass).
+        const bool bypass = ticket && !detail::await_turn(*ticket, deadline, delay);
         db.count_acquire_attempt();
         const auto seen = db.wakeups().generation(impl.m_name);
         attempts.waited = false;
@@ -465,28 +483,30 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
                 // (no time to wait) reports it at once.
                 if (deadline == std::chrono::steady_clock::time_point::min())
                     throw;
-                if (!refused_since)
+                if (!refused) {
+                    refused = true;
                     refused_since = std::chrono::steady_clock::now();
+                }
                 refusal = e;
             } else {
                 // Connection trouble and conflicts are worth another try while time remains;
                 // anything else (missing table, bad input) will not get better by waiting.
                 if (!e.retryable() || std::chrono::steady_clock::now() >= deadline)
                     throw;
-                refused_since.reset();
+                refused = false;
             }
             failed = true;
         }
         const auto now = std::chrono::steady_clock::now();
-        if (failed && refused_since) {
+        if (failed && refused) {
             if (now >= deadline)
-                throw detail::server_full_timeout(impl.m_name, *refusal, now - *refused_since);
+                throw detail::server_full_timeout(impl.m_name, *refusal, now - refused_since);
             const auto pause = full_delay.next();
             std::this_thread::sleep_until(deadline - now < pause ? deadline : now + pause);
             continue; // one more attempt, at the latest at the deadline
         }
         if (!failed) {
-            refused_since.reset(); // a connection got through: the server has slots again
+            refused = false; // a connection got through: the server has slots again
             full_delay.reset();
         }
         if (now >= deadline)
