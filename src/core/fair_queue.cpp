@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -222,17 +223,84 @@ wait_result wait_free(const std::string& path, file_key file, off_t start, off_t
     return wait_result::timed_out;
 }
 
+/// Queue files this process opened and no longer uses, without locks, kept for the next call
+/// on the same name: open() walks the path every time, a few microseconds on every lock().
+/// At most `keep` of them, each reused only within `fresh` of being put back, so that a queue
+/// file replaced meanwhile (its directory removed) is opened anew soon. A forked child drops
+/// its copies (they share their open file descriptions, hence their locks, with the parent).
+class spare_files {
+public:
+    static spare_files& instance() {
+        static auto* const files = [] {
+            auto* f = new spare_files;
+            ::pthread_atfork([] { instance().m_mutex.lock(); }, [] { instance().m_mutex.unlock(); },
+                             [] {
+                                 auto& self = instance();
+                                 for (const auto& e : self.m_files)
+                                     ::close(e.fd);
+                                 self.m_files.clear();
+                                 self.m_mutex.unlock();
+                             });
+            return f;
+        }();
+        return *files;
+    }
+
+    /// A spare descriptor of `path`, or -1.
+    int take(const std::string& path) noexcept {
+        const auto now = steady_clock::now();
+        std::lock_guard lock(m_mutex);
+        for (auto it = m_files.rbegin(); it != m_files.rend(); ++it) {
+            if (it->path != path)
+                continue;
+            const int fd = it->fd;
+            const bool usable = now - it->since < fresh;
+            m_files.erase(std::next(it).base());
+            if (usable)
+                return fd;
+            ::close(fd);
+            return -1;
+        }
+        return -1;
+    }
+
+    /// Keeps `fd` (no locks left on it) for the next take(path); closes it when that fails.
+    void give(const std::string& path, int fd) noexcept {
+        try {
+            std::lock_guard lock(m_mutex);
+            m_files.push_back({path, fd, steady_clock::now()});
+            if (m_files.size() > keep) {
+                ::close(m_files.front().fd);
+                m_files.erase(m_files.begin());
+            }
+        } catch (...) {
+            ::close(fd);
+        }
+    }
+
+private:
+    static constexpr std::size_t keep = 16;
+    static constexpr std::chrono::seconds fresh{1};
+    struct spare {
+        std::string path;
+        int fd;
+        steady_clock::time_point since;
+    };
+    std::mutex m_mutex;
+    std::vector<spare> m_files; ///< the most recently given back last
+};
+
 } // namespace
 
-std::unique_ptr<fair_turn> fair_turn::join(const std::string& file,
-                                           steady_clock::time_point until) noexcept {
+std::unique_ptr<fair_turn> fair_turn::open(const std::string& file) noexcept {
 #ifdef SQLOCK_NO_OFD_LOCKS
     (void)file;
-    (void)until;
     return nullptr; // no open-file-description locks (not Linux): poll as before
 #else
     try {
-        int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        int fd = spare_files::instance().take(file);
+        if (fd == -1)
+            fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
         if (fd == -1 && errno == ENOENT) {
             // The directory is missing (the first queue of this database): create it then,
             // rather than stat it on every lock().
@@ -242,41 +310,67 @@ std::unique_ptr<fair_turn> fair_turn::join(const std::string& file,
         }
         if (fd == -1)
             return nullptr;
-        auto fail = [fd] {
-            ::close(fd); // drops whatever this descriptor locked
-            return std::unique_ptr<fair_turn>();
-        };
-        struct stat st {};
-        if (::fstat(fd, &st) == -1)
-            return fail();
-        const file_key key{static_cast<std::uint64_t>(st.st_dev),
-                           static_cast<std::uint64_t>(st.st_ino)};
-        // The counter, with a deadline: try, and while another holds it wait in the kernel
-        // for it to go (then try again: another joiner may have been quicker).
-        while (ofd_lock(fd, F_OFD_SETLK, F_WRLCK, 0, counter_bytes) == -1) {
-            if ((errno != EAGAIN && errno != EACCES) ||
-                wait_free(file, key, 0, counter_bytes, until) != wait_result::freed)
-                return fail();
+        try {
+            return std::unique_ptr<fair_turn>(new fair_turn(file, fd));
+        } catch (...) {
+            ::close(fd);
+            return nullptr;
         }
-        std::int64_t counter = 0;
-        const auto got = ::pread(fd, &counter, sizeof counter, 0);
-        if (got != static_cast<ssize_t>(sizeof counter) || counter < 0 || counter >= counter_limit)
-            counter = 0;
-        const std::int64_t ticket = counter + 1;
-        // Own slot first, then publish the counter: a later ticket always finds it locked.
-        if (ofd_lock(fd, F_OFD_SETLK, F_WRLCK, slot_base + ticket, 1) == -1 ||
-            ::pwrite(fd, &ticket, sizeof ticket, 0) != static_cast<ssize_t>(sizeof ticket))
-            return fail();
-        ofd_lock(fd, F_OFD_SETLK, F_UNLCK, 0, counter_bytes);
-        return std::unique_ptr<fair_turn>(new fair_turn(file, fd, key.dev, key.inode, ticket));
     } catch (...) {
         return nullptr;
     }
 #endif
 }
 
+bool fair_turn::idle() noexcept {
+    return m_ticket == 0 && conflicting(m_fd, F_WRLCK, 0, 0) == F_UNLCK;
+}
+
+bool fair_turn::join(steady_clock::time_point until) noexcept {
+    if (m_ticket != 0)
+        return true;
+    struct stat st {};
+    if (::fstat(m_fd, &st) == -1)
+        return false;
+    m_dev = static_cast<std::uint64_t>(st.st_dev);
+    m_inode = static_cast<std::uint64_t>(st.st_ino);
+    // The counter, with a deadline: try, and while another holds it wait in the kernel for it
+    // to go (then try again: another joiner may have been quicker).
+    while (ofd_lock(m_fd, F_OFD_SETLK, F_WRLCK, 0, counter_bytes) == -1) {
+        if ((errno != EAGAIN && errno != EACCES) ||
+            wait_free(m_file, {m_dev, m_inode}, 0, counter_bytes, until) != wait_result::freed)
+            return false;
+    }
+    std::int64_t counter = 0;
+    const auto got = ::pread(m_fd, &counter, sizeof counter, 0);
+    if (got != static_cast<ssize_t>(sizeof counter) || counter < 0 || counter >= counter_limit)
+        counter = 0;
+    // Nobody in line (no ticket's byte locked): take the last ticket's number again and leave
+    // the counter as it is. Safe: every earlier ticket is gone, and a later joiner reads the
+    // same counter and takes the next number, behind this one. Why: a write changes the file's
+    // mtime, and that dirty inode (in the same inode table block as the database's, as often
+    // as not) made the next commit's fdatasync write it too: ~45 us more per lock() here.
+    const bool alone = counter >= 1 && conflicting(m_fd, F_RDLCK, slot_base + 1, 0) == F_UNLCK;
+    const std::int64_t ticket = alone ? counter : counter + 1;
+    // Own slot first, then publish the counter: a later ticket always finds it locked.
+    const bool ok =
+        ofd_lock(m_fd, F_OFD_SETLK, F_WRLCK, slot_base + ticket, 1) == 0 &&
+        (alone || ::pwrite(m_fd, &ticket, sizeof ticket, 0) == static_cast<ssize_t>(sizeof ticket));
+    if (!ok) {
+        ofd_lock(m_fd, F_OFD_SETLK, F_UNLCK, 0, 0); // no half-taken ticket left behind
+        return false;
+    }
+    ofd_lock(m_fd, F_OFD_SETLK, F_UNLCK, 0, counter_bytes);
+    m_ticket = ticket;
+    m_first = alone;
+    return true;
+}
+
 fair_turn::~fair_turn() {
-    if (m_fd != -1)
+    // Drops this ticket's locks (the next in line goes ahead) and keeps the descriptor.
+    if (ofd_lock(m_fd, F_OFD_SETLK, F_UNLCK, 0, 0) == 0)
+        spare_files::instance().give(m_file, m_fd);
+    else
         ::close(m_fd);
 }
 
@@ -313,7 +407,8 @@ void fair_turn::mark_holding() noexcept {
     while (ofd_lock(m_fd, F_OFD_SETLK, F_WRLCK, holder_byte, 1) == -1 &&
            conflicting(m_fd, F_WRLCK, holder_byte, 1) == F_RDLCK && steady_clock::now() < give_up)
         std::this_thread::yield();
-    ofd_lock(m_fd, F_OFD_SETLK, F_UNLCK, slot_base + m_ticket, 1);
+    if (m_ticket != 0)
+        ofd_lock(m_fd, F_OFD_SETLK, F_UNLCK, slot_base + m_ticket, 1);
 }
 
 bool fair_turn::holder_present() noexcept {

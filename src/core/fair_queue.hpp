@@ -2,8 +2,10 @@
 //
 // SQLite has no waiter queue: a waiter sleeps in the busy handler or polls, and a releaser that
 // asks again at once always wins. So every call that may wait (lock(), try_lock_for/until; not
-// try_lock()) first takes a ticket in a side file beside the name's lock file,
-// <db>-sqlock/<hash>.lock.queue, guarded only by Linux open-file-description (OFD) fcntl locks:
+// try_lock()) takes a ticket in a side file beside the name's lock file before it asks the
+// database (unless no byte of the file is locked at all: then it asks first, and takes a ticket
+// only if not granted), <db>-sqlock/<hash>.lock.queue, guarded only by Linux
+// open-file-description (OFD) fcntl locks:
 //   bytes [0, 8)          the ticket counter, read and bumped under a write lock on these bytes;
 //   byte  8               the holder byte: write-locked by the queued caller that holds the lock,
 //                         from its grant to its release;
@@ -34,27 +36,39 @@ namespace sqlock::detail {
 
 class fair_turn {
 public:
-    /// Takes the next ticket of the queue in `file` (created, with its directory, if missing).
-    /// The counter is locked for a read and a write only, but a process stopped inside that
-    /// window would stall every joiner: this waits for it at most until `until`. nullptr when
-    /// the file cannot be used, the platform has no OFD locks, or `until` passed: the caller
+    /// Opens the queue in `file` (created, with its directory, if missing), without a ticket
+    /// yet. nullptr when the file cannot be used or the platform has no OFD locks: the caller
     /// then waits by polling, as without a queue. Never throws.
-    static std::unique_ptr<fair_turn> join(const std::string& file,
-                                           std::chrono::steady_clock::time_point until) noexcept;
+    static std::unique_ptr<fair_turn> open(const std::string& file) noexcept;
+
+    /// True when no byte of the file is locked: nobody is taking a ticket, waiting, or holding
+    /// the lock through the queue. The caller may then ask the database before taking a
+    /// ticket (an uncontended lock() pays one fcntl here instead of a ticket's ten system
+    /// calls), and must join() if that attempt is not granted. Never throws.
+    bool idle() noexcept;
+
+    /// Takes the next ticket. The counter is locked for a read and a write only, but a process
+    /// stopped inside that window would stall every joiner: this waits for it at most until
+    /// `until`. False when it could not (the caller then drops this object and polls, as
+    /// without a queue). Never throws.
+    bool join(std::chrono::steady_clock::time_point until) noexcept;
+    /// True once join() succeeded.
+    bool joined() const noexcept { return m_ticket != 0; }
 
     ~fair_turn(); ///< closes the file: the kernel drops this ticket's locks
     fair_turn(const fair_turn&) = delete;
     fair_turn& operator=(const fair_turn&) = delete;
 
     /// True once every earlier ticket is gone (then stays true: tickets only grow). Also true
-    /// when the file cannot be read back (behave as without a queue).
+    /// before join() and when the file cannot be read back (behave as without a queue).
     bool first() noexcept;
     /// Waits in the kernel until first() or `until`; returns first(). Never throws.
     bool wait_first(std::chrono::steady_clock::time_point until) noexcept;
 
     /// The lock was granted: takes the holder byte, then leaves the line (the next caller
-    /// becomes first and waits for the holder byte). Kept until this object is destroyed,
-    /// which must happen after the release. Never throws.
+    /// becomes first and waits for the holder byte). Also without a ticket (granted after
+    /// idle()). Kept until this object is destroyed, which must happen after the release.
+    /// Never throws.
     void mark_holding() noexcept;
     /// True when a queued caller holds the lock (its holder byte is locked). Never throws.
     bool holder_present() noexcept;
@@ -66,13 +80,12 @@ public:
     std::int64_t ticket() const noexcept { return m_ticket; }
 
 private:
-    fair_turn(std::string file, int fd, std::uint64_t dev, std::uint64_t inode, std::int64_t ticket)
-        : m_file(std::move(file)), m_fd(fd), m_dev(dev), m_inode(inode), m_ticket(ticket) {}
+    fair_turn(std::string file, int fd) : m_file(std::move(file)), m_fd(fd) {}
     std::string m_file;
     int m_fd = -1;
-    std::uint64_t m_dev = 0;   ///< the file's identity: a helper opening it by name checks it
-    std::uint64_t m_inode = 0; ///< (a file replaced meanwhile is not this queue)
-    std::int64_t m_ticket = 0;
+    std::uint64_t m_dev = 0;   ///< the file's identity, read by join(): a helper opening it
+    std::uint64_t m_inode = 0; ///< by name checks it (a file replaced meanwhile is another queue)
+    std::int64_t m_ticket = 0; ///< 0: no ticket (yet)
     bool m_first = false;
 };
 

@@ -418,12 +418,17 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
     }
     // SQLite has no waiter queue of its own: a lock() call (not try_lock()) takes a ticket in
     // the name's side file and asks the database only once every earlier ticket is gone, so a
-    // releaser asking again queues behind those already waiting (fair_queue.hpp).
+    // releaser asking again queues behind those already waiting (fair_queue.hpp). While nobody
+    // is in line or holds the lock through the queue, it asks first and takes a ticket only if
+    // not granted: an uncontended lock() costs one fcntl, not a ticket's ten system calls.
     std::unique_ptr<detail::fair_turn> ticket;
     if (const auto now = std::chrono::steady_clock::now();
-        db.kind() == backend_kind::sqlite && deadline > now)
-        ticket = detail::fair_turn::join(db.lock_file_for(impl.m_name) + ".queue",
-                                         std::min(deadline, now + detail::fair_queue_join_wait));
+        db.kind() == backend_kind::sqlite && deadline > now) {
+        ticket = detail::fair_turn::open(db.lock_file_for(impl.m_name) + ".queue");
+        if (ticket && !ticket->idle() &&
+            !ticket->join(std::min(deadline, now + detail::fair_queue_join_wait)))
+            ticket.reset(); // the counter stayed locked (a joiner stopped): poll, as before
+    }
     for (;;) {
         bool failed = false;
         // Not first in line: wait in the kernel for the tickets ahead, at most fair_queue_step
@@ -497,6 +502,12 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
             }
             failed = true;
         }
+        // Asked before joining (the queue was idle) and not granted: into the line now, so
+        // that no later attempt overtakes those who queued meanwhile.
+        if (ticket && !ticket->joined() &&
+            !ticket->join(std::min(deadline, std::chrono::steady_clock::now() +
+                                                 detail::fair_queue_join_wait)))
+            ticket.reset();
         const auto now = std::chrono::steady_clock::now();
         if (failed && refused) {
             if (now >= deadline)

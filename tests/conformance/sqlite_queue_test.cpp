@@ -35,7 +35,9 @@ std::string queue_file(const std::string& name) {
     return db().impl()->lock_file_for(name) + ".queue";
 }
 
-/// The queue's ticket counter: how many calls have joined it (0 before the file exists).
+/// The queue's ticket counter (0 before the file exists). Every ticket taken while another
+/// is in line bumps it, and so does the first one ever (a caller alone in line reuses the
+/// last number, fair_queue.cpp): the tests below join each contender behind another.
 std::int64_t tickets_taken(const std::string& name) {
     std::int64_t counter = 0;
     const int fd = ::open(queue_file(name).c_str(), O_RDONLY | O_CLOEXEC);
