@@ -140,11 +140,22 @@ public:
     /// trouble while waiting is retried. A server that refuses connections for lack of free
     /// slots (is_server_full()) is waited out: retried with jittered backoff, a random pause
     /// in [d/2, 3d/2) with d from 50 ms doubling to 2 s.
+    ///
+    /// Order: on SQLite, lock() and try_lock_for/until queue first come, first served in a
+    /// per-name ticket file beside the database (README, "Waiting on SQLite"): a caller that
+    /// releases and asks again goes behind those already waiting. A waiter that dies leaves the
+    /// line at once; one that is stopped but alive delays those behind it by at most 1 s per
+    /// turn. The queue only orders who asks the database: exclusion never depends on it, and
+    /// where it cannot be used (read-only directory, no Linux OFD locks) waiters poll.
     void lock();
     /// One attempt; true when granted (or re-entered). Throws like lock(); a server without a
     /// free connection slot is reported at once (errc::connection, is_server_full()).
+    ///
+    /// Does not queue: it never waits, so on SQLite it takes no ticket and can take a free lock
+    /// ahead of callers waiting in lock() or try_lock_for/until (as std::mutex::try_lock may).
     bool try_lock();
     /// Retries until granted or `rel` has elapsed (steady clock). Returns false on timeout.
+    /// Queues like lock() (on SQLite, first come, first served); leaves the line on timeout.
     /// A server without free connection slots is waited out as in lock(); when it still
     /// refused connections at the deadline, throws errc::timeout (at the deadline, not
     /// before) whose message says so and how to fix it, and for which is_server_full() is true.
