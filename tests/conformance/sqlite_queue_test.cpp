@@ -12,11 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <signal.h>
+#include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <utility>
+#include <vector>
 
 using namespace std::chrono_literals;
 using sqlock::mutex;
@@ -86,12 +89,13 @@ struct in_line {
     std::string dir;
     child process;
 
-    in_line(const std::string& name, const std::string& who)
+    in_line(const std::string& name, const std::string& who,
+            const std::vector<std::string>& env = {})
         : dir(test::backend().scratch_dir + "/" + name + "." + who),
           process((std::filesystem::create_directories(dir),
                    test::spawn({SQLOCK_CONTENDER_PATH, "line", test::backend().url, name,
                                 strategy_arg(), dir},
-                               {}, {}, dir + "/stderr"))) {}
+                               env, {}, dir + "/stderr"))) {}
     bool locked() const { return exists(dir + "/locked"); }
     /// Lets it unlock; its exit status once it has.
     int release() {
@@ -101,12 +105,35 @@ struct in_line {
 };
 
 /// Spawns `who` in line for `name` and waits until it has taken its ticket.
-in_line join_line(const std::string& name, const std::string& who) {
+in_line join_line(const std::string& name, const std::string& who,
+                  const std::vector<std::string>& env = {}) {
     const auto before = tickets_taken(name);
-    in_line p(name, who);
+    in_line p(name, who, env);
     REQUIRE_MESSAGE(test::eventually([&] { return tickets_taken(name) > before; }, 10s),
                     who << " never joined the queue");
     return p;
+}
+
+/// How many blocked OFD lock requests (waits in the kernel, "->" lines of /proc/locks) there
+/// are on the queue file of `name` starting at byte `start`.
+int kernel_waits(const std::string& name, long start) {
+    struct stat st {};
+    if (::stat(queue_file(name).c_str(), &st) != 0)
+        return 0;
+    const std::string file = ":" + std::to_string(st.st_ino);
+    std::ifstream locks("/proc/locks");
+    int waits = 0;
+    for (std::string line; std::getline(locks, line);) {
+        // "3: -> OFDLCK ADVISORY  READ -1 fe:00:11321581 8 8"
+        std::istringstream in(line);
+        std::string id, arrow, kind, advisory, type, pid, where;
+        long from = -1;
+        in >> id >> arrow >> kind >> advisory >> type >> pid >> where >> from;
+        if (arrow == "->" && kind == "OFDLCK" && where.size() > file.size() &&
+            where.compare(where.size() - file.size(), file.size(), file) == 0 && from == start)
+            ++waits;
+    }
+    return waits;
 }
 
 /// The number of threads of this process.
@@ -146,6 +173,23 @@ TEST_SUITE("fair_sqlite") {
         CHECK(releaser.exit_status() == 0);
         CHECK_MESSAGE(all_granted, test::read_file(dir + "/stderr"));
         CHECK(longest < 1s);
+    }
+
+    TEST_CASE("the first in line is woken by the release, not by its polling") {
+        // Its backoff pause is 5 s: only the kernel ending its wait on the holder byte can
+        // make it ask the database again within a fraction of that.
+        const auto name = unique_name("fair-wake");
+        mutex holder(db(), name, opts());
+        holder.lock();
+        auto next = join_line(name, "next", {"SQLOCK_CONTENDER_RETRY_MS=5000"});
+        // Until its helper thread blocks on the holder byte (byte 8): released any earlier, its
+        // first attempt would be granted without a wake-up.
+        REQUIRE(test::eventually([&] { return kernel_waits(name, 8) > 0; }, 10s));
+        const auto released = std::chrono::steady_clock::now();
+        holder.unlock();
+        REQUIRE(test::eventually([&] { return next.locked(); }, 15s));
+        CHECK(std::chrono::steady_clock::now() - released < 1s);
+        CHECK(next.release() == 0);
     }
 
     TEST_CASE("a killed waiter's turn is skipped at once") {

@@ -27,7 +27,7 @@
 //
 //   sqlock_contender line URL NAME STRATEGY DIR
 // lock() (a place in line), creates DIR/locked, waits for DIR/release to exist, unlock(),
-// exit 0 (4 when unlock() reported a failure).
+// exit 0 (4 when unlock() reported a failure). SQLOCK_CONTENDER_RETRY_MS as for hold.
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -189,6 +189,8 @@ int line(char** argv) {
     auto db = sqlock::connect(argv[2]);
     sqlock::mutex_options o;
     o.strategy = sqlock::parse_strategy(argv[4]);
+    if (const char* retry = std::getenv("SQLOCK_CONTENDER_RETRY_MS"))
+        o.retry_min = o.retry_max = std::chrono::milliseconds(std::stoll(retry));
     sqlock::mutex m(db, argv[3], o);
     const std::string dir = argv[5];
     m.lock();
