@@ -23,7 +23,9 @@ struct stmt_finalizer {
     void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
 };
 
-/// SQL function sqlock_busy_timeout(ms): -1 = do not wait, 0 = wait forever, else ms.
+/// SQL function sqlock_busy_timeout(ms): -1 = do not wait, 0 = wait forever, else ms. The
+/// timeout set is also kept in the int its user data points to (the session's), so that a
+/// COMMIT can wait longer and put it back (see sqlite_session::commit).
 void set_busy_timeout(sqlite3_context* context, int, sqlite3_value** argv) {
     const auto ms = sqlite3_value_int64(argv[0]);
     const int timeout =
@@ -31,6 +33,8 @@ void set_busy_timeout(sqlite3_context* context, int, sqlite3_value** argv) {
         : ms == 0 ? std::numeric_limits<int>::max()
                   : static_cast<int>(std::min<sqlite3_int64>(ms, std::numeric_limits<int>::max()));
     sqlite3_busy_timeout(sqlite3_context_db_handle(context), timeout);
+    if (auto* kept = static_cast<int*>(sqlite3_user_data(context)))
+        *kept = timeout;
     sqlite3_result_int(context, 1);
 }
 
@@ -83,10 +87,12 @@ public:
         const auto busy_ms =
             std::min<long long>(config.connect_timeout.count(), std::numeric_limits<int>::max());
         sqlite3_busy_timeout(m_db.get(), static_cast<int>(busy_ms));
+        m_commit_busy_ms = m_busy_ms = static_cast<int>(busy_ms);
         if (lock_holder) {
+            m_lock_holder = true;
             // fu_wait sets how long BEGIN IMMEDIATE waits for the lock file, from SQL.
-            sqlite3_create_function_v2(m_db.get(), "sqlock_busy_timeout", 1, SQLITE_UTF8, nullptr,
-                                       &set_busy_timeout, nullptr, nullptr, nullptr);
+            sqlite3_create_function_v2(m_db.get(), "sqlock_busy_timeout", 1, SQLITE_UTF8,
+                                       &m_busy_ms, &set_busy_timeout, nullptr, nullptr, nullptr);
             return; // nothing is ever written to a lock file: no journal settings needed
         }
         m_gate = statement_gate(config.path);
@@ -173,7 +179,24 @@ public:
     // IMMEDIATE takes the write lock up front: a deferred transaction that later upgrades to a
     // write can fail with SQLITE_BUSY at once, ignoring the busy timeout.
     void begin() override { exec_plain("BEGIN IMMEDIATE"); }
-    void commit() override { exec_plain("COMMIT"); }
+    void commit() override {
+        if (!m_lock_holder) {
+            exec_plain("COMMIT");
+            return;
+        }
+        // A lock file's COMMIT (the release) can meet another process's momentary lock on the
+        // file (its BEGIN IMMEDIATE trying for the lock) and must not fail for it, whatever
+        // the acquire allowed itself to wait (nothing for try_lock(), 10 ms for a caller queued
+        // on SQLite): wait up to connect_timeout. Then put the acquire's timeout back, which
+        // fu_wait (skip-if-unchanged) would not send again.
+        sqlite3_busy_timeout(m_db.get(), m_commit_busy_ms);
+        struct restore {
+            sqlite3* db;
+            int ms;
+            ~restore() { sqlite3_busy_timeout(db, ms); }
+        } put_back{m_db.get(), m_busy_ms};
+        exec_plain("COMMIT");
+    }
     void rollback() noexcept override {
         if (sqlite3_get_autocommit(m_db.get()) == 0)
             sqlite3_exec(m_db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
@@ -296,6 +319,9 @@ private:
     std::array<std::unique_ptr<sqlite3_stmt, stmt_finalizer>, statement_count> m_statements;
     bool m_usable = true;
     std::shared_ptr<std::mutex> m_gate; ///< null for lock-file sessions (they wait in BEGIN)
+    bool m_lock_holder = false;         ///< a session on a name's lock file
+    int m_busy_ms = 0;                  ///< the busy timeout set last (sqlock_busy_timeout)
+    int m_commit_busy_ms = 0;           ///< a lock file's COMMIT waits this long (connect_timeout)
 
     /// The in-process turn for one autocommit statement (none inside an explicit
     /// transaction, whose BEGIN IMMEDIATE already holds SQLite's write lock).
