@@ -322,6 +322,11 @@ std::unique_ptr<fair_turn> fair_turn::open(const std::string& file) noexcept {
 #endif
 }
 
+bool someone_in_line(const std::string& file) noexcept {
+    const auto turn = fair_turn::open(file);
+    return turn && !turn->idle();
+}
+
 bool fair_turn::idle() noexcept {
     return m_ticket == 0 && conflicting(m_fd, F_WRLCK, 0, 0) == F_UNLCK;
 }

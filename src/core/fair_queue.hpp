@@ -38,8 +38,22 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace sqlock::detail {
+
+/// A name's queue file is its lock file's path (database_impl::lock_file_for) plus this.
+inline constexpr std::string_view queue_file_suffix = ".queue";
+
+class fair_turn;
+
+/// True when someone is in the line of the queue file `file`: holding a ticket, taking one, or
+/// holding the lock through the queue (fair_turn::idle() is false). False when nobody is and
+/// when the file cannot be used. One open (usually a kept descriptor) and one fcntl; never
+/// throws. For a caller that never waits in line itself (a semaphore's permit round) but must
+/// not overtake those who do: on SQLite a waiter can sit in the busy handler for the one write
+/// lock, its row not written yet, while this caller keeps winning that lock.
+bool someone_in_line(const std::string& file) noexcept;
 
 class fair_turn {
 public:
