@@ -1,5 +1,7 @@
 -- sqlock: server-clock (last column: the server's wall clock, ms since the Unix epoch)
--- Columns: token (the version), owner, hold_count, held (someone owns it), lease_seq, ttl_ms.
-SELECT token, owner, hold_count, CAST(owner <> '' AS integer), lease_seq, ttl_ms,
+-- Columns: token (the version), owner, hold_count, held (someone owns it), lease_seq, ttl_ms,
+-- queue_busy (0 here: reading pg_locks costs more than the read; a queued head is woken by the
+-- release's NOTIFY instead, as for unique_key).
+SELECT token, owner, hold_count, CAST(owner <> '' AS integer), lease_seq, ttl_ms, 0,
        CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS bigint)
 FROM {locks} WHERE name = $1::text

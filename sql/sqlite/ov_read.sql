@@ -1,6 +1,7 @@
 -- sqlock: server-clock (last column: the server's wall clock, ms since the Unix epoch)
 -- optimistic_version, step 1: the row's version (token), holder, whether someone holds it,
--- and what a waiter watches (lease_seq, ttl_ms).
-SELECT token, owner, hold_count, owner <> '', lease_seq, ttl_ms,
+-- and what a waiter watches (lease_seq, ttl_ms); queue_busy is 0 (SQLite's waiters queue in a
+-- file, src/core/fair_queue.hpp, before they read).
+SELECT token, owner, hold_count, owner <> '', lease_seq, ttl_ms, 0,
        CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
 FROM {locks} WHERE name = $1

@@ -27,7 +27,7 @@
 // backoff (and a waiter at the head of a queue behind a holder that did not queue polls too;
 // PostgreSQL: woken by LISTEN/NOTIFY).
 #include "core/owner.hpp"
-#include "strategies/strategy.hpp"
+#include "strategies/queue_seat.hpp"
 
 namespace sqlock::detail {
 
@@ -115,66 +115,6 @@ std::optional<grant> granted(const result& res, std::chrono::steady_clock::time_
     if (state && column_int(r.at(7)) == 1)
         state->contended = true;
     return grant{column_int(r.at(0)), column_int(r.at(1)), lease_end(sent, ttl), {}, {}};
-}
-
-/// The longest one wait in the server-side queue: a seat holder that stopped (paused process)
-/// delays a takeover of its expired lease by at most this; then the waiter tries directly.
-constexpr std::chrono::milliseconds queue_step_limit{1000};
-
-} // namespace
-
-/// A pinned lock session that holds, or is about to hold, a name's queue lock.
-class queue_seat {
-public:
-    queue_seat(std::shared_ptr<database_impl> db, std::string name)
-        : m_db(std::move(db)), m_name(std::move(name)), m_session(m_db->pin_seat(m_name)) {}
-    ~queue_seat() { vacate(); }
-    queue_seat(const queue_seat&) = delete;
-    queue_seat& operator=(const queue_seat&) = delete;
-
-    enum class place {
-        outside, ///< does not hold the queue lock
-        inside,  ///< holds it
-        unknown  ///< a statement failed half-way: only closing the session is sure to free it
-    };
-
-    bool usable() const noexcept { return m_session && m_session->usable(); }
-    session& get() { return *m_session; }
-    place where = place::outside;
-
-    /// Hands the session back, leaving the queue first if inside (closing the session when
-    /// that fails or the place is unknown: the server then drops its locks). Never throws.
-    void vacate() noexcept {
-        if (!m_session)
-            return;
-        if (where == place::inside && m_session->usable()) {
-            try {
-                m_session->execute(statement::uk_queue_leave, {std::string_view(m_name)});
-                where = place::outside;
-            } catch (...) {
-                where = place::unknown;
-            }
-        }
-        if (where == place::outside)
-            m_db->unpin_seat(m_name, std::move(m_session));
-        m_session.reset(); // closes it
-    }
-
-private:
-    std::shared_ptr<database_impl> m_db;
-    std::string m_name;
-    std::unique_ptr<session> m_session;
-};
-
-session* seat_session(const attempt_state& state) noexcept {
-    return state.seat && state.seat->usable() ? &state.seat->get() : nullptr;
-}
-
-namespace {
-
-/// The seat of a hold that came through the queue, while usable: its statements go there.
-session* seat_session(const grant& held) noexcept {
-    return held.seat && held.seat->usable() ? &held.seat->get() : nullptr;
 }
 
 class unique_key_strategy final : public lock_strategy {
@@ -348,33 +288,18 @@ private:
     /// outside, ready for another try).
     static std::optional<grant> queue_up(database_impl& db, const lock_request& req,
                                          std::chrono::milliseconds wait, attempt_state& state) {
-        auto step =
-            (wait == server_wait::forever || wait > queue_step_limit) ? queue_step_limit : wait;
-        if (const auto io = db.options().io_timeout; io.count() > 0) // within statement_timeout
-            step = std::clamp(io / 2, std::chrono::milliseconds(1), step);
-        if (!state.seat) {
-            try {
-                state.seat =
-                    std::make_shared<queue_seat>(db.shared_from_this(), std::string(req.name));
-            } catch (const error& e) {
-                if (e.code() != errc::connection && e.code() != errc::timeout)
-                    throw;
-                // The server refused one more connection (max_connections) or could not be
-                // reached: waiting by polling still works, with the connections we have.
-                state.no_queue = true;
-                return std::nullopt;
-            }
-        }
+        const auto step = queue_step(db, wait);
+        // The server refused one more connection (max_connections) or could not be reached:
+        // waiting by polling still works, with the connections we have.
+        if (!open_seat(db, req, state))
+            return std::nullopt;
         auto& seat = *state.seat;
         const auto sent = std::chrono::steady_clock::now();
         // Not our turn within `step`; nothing held. The next attempt (at once: this one
         // waited) tries the lease directly first: if the queue's head has stopped, an expired
         // lease is taken.
         const auto not_our_turn = [&] {
-            seat.where = queue_seat::place::outside;
-            state.queue_first = false;
-            state.bypass_queue = true;
-            state.waited = true;
+            note_not_our_turn(state);
         };
         // The wait applies to the queue lock only (PostgreSQL: a 55P03 then means "not our
         // turn yet"; MariaDB: GET_LOCK answers turn = 0); the acquire behind it waits without a

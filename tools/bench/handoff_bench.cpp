@@ -62,6 +62,10 @@ Measures lock handoff under contention: N processes take turns on one lock for S
         mysql_get_lock   Connector/C++ GET_LOCK(?, 60) / RELEASE_LOCK(?)
         semaphore        sqlock::semaphore with 1 permit (unique_key), TTL 30 s: its waiters'
                          queue, measured like a mutex (one permit: one holder at a time)
+        shared_mutex     sqlock::shared_mutex (unique_key, 4 readers), TTL 30 s, every
+                         process a writer: lock() / unlock() (the writers' turns at the gate)
+        leader           sqlock::leader_election, TTL 30 s: campaign() / resign(), the term as
+                         the token (how campaigns take turns)
   --hold-us H   busy-hold the lock H microseconds per grant (default 0)
   --json FILE   also write the results as one JSON object
 
@@ -79,7 +83,9 @@ enum class mode {
     optimistic_version,
     pg_advisory,
     mysql_get_lock,
-    semaphore
+    semaphore,
+    shared_mutex,
+    leader
 };
 
 struct config {
@@ -95,7 +101,7 @@ struct config {
 
 bool is_sqlock_mode(mode m) {
     return m == mode::unique_key || m == mode::select_for_update || m == mode::optimistic_version ||
-           m == mode::semaphore;
+           m == mode::semaphore || m == mode::shared_mutex || m == mode::leader;
 }
 
 /// One grant as a worker saw it. Written raw to the worker's result file.
@@ -132,6 +138,10 @@ config parse_args(int argc, char** argv) {
                 cfg.bench_mode = mode::mysql_get_lock;
             else if (v == "semaphore")
                 cfg.bench_mode = mode::semaphore;
+            else if (v == "shared_mutex")
+                cfg.bench_mode = mode::shared_mutex;
+            else if (v == "leader")
+                cfg.bench_mode = mode::leader;
             else
                 throw usage_error("unknown --mode " + v);
         } else if (a == "--processes") {
@@ -237,6 +247,47 @@ private:
     sqlock::semaphore m_semaphore;
 };
 
+class shared_mutex_locker final : public locker {
+public:
+    explicit shared_mutex_locker(const config& cfg)
+        : m_db(sqlock::connect(cfg.url)),
+          m_shared(m_db, std::string(lock_name) + ":" + cfg.mode_name,
+                   {.ttl = std::chrono::seconds(30)}, 4) {}
+
+    std::int64_t acquire() override {
+        m_shared.lock();
+        return m_shared.token();
+    }
+    void release() override {
+        m_shared.unlock();
+        if (std::string e = m_shared.last_error(); !e.empty())
+            throw std::runtime_error("unlock failed: " + e);
+    }
+
+private:
+    sqlock::database m_db;
+    sqlock::shared_mutex m_shared;
+};
+
+class leader_locker final : public locker {
+public:
+    explicit leader_locker(const config& cfg)
+        : m_db(sqlock::connect(cfg.url)),
+          m_election(m_db, std::string(lock_name) + ":" + cfg.mode_name,
+                     {.ttl = std::chrono::seconds(30)}) {}
+
+    std::int64_t acquire() override { return m_election.campaign(); }
+    void release() override {
+        m_election.resign();
+        if (std::string e = m_election.last_error(); !e.empty())
+            throw std::runtime_error("resign failed: " + e);
+    }
+
+private:
+    sqlock::database m_db;
+    sqlock::leader_election m_election;
+};
+
 class pg_advisory_locker final : public locker {
 public:
     explicit pg_advisory_locker(const std::string& url)
@@ -327,6 +378,10 @@ std::unique_ptr<locker> make_locker(const config& cfg) {
         return std::make_unique<mysql_get_lock_locker>(cfg.url);
     case mode::semaphore:
         return std::make_unique<semaphore_locker>(cfg);
+    case mode::shared_mutex:
+        return std::make_unique<shared_mutex_locker>(cfg);
+    case mode::leader:
+        return std::make_unique<leader_locker>(cfg);
     default:
         return std::make_unique<sqlock_locker>(cfg);
     }

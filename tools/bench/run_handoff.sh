@@ -3,7 +3,7 @@
 # run on throwaway PostgreSQL 15 + MariaDB 10.11 servers (tools/testdb.sh), so they share the
 # machine's noise. Prints a markdown table and writes build/release/bench/handoff.json.
 #
-#   tools/bench/run_handoff.sh          about 2 minutes; builds the release preset if needed
+#   tools/bench/run_handoff.sh          about 4 minutes; builds the release preset if needed
 #
 # Environment: BENCH_PROCESSES (default 4), BENCH_SECONDS (10), BENCH_HOLD_US (0).
 # Exit status: 0, or 1 when a run failed or reported a mutual exclusion / token order violation
@@ -26,14 +26,26 @@ SQLITE_URL="sqlite://$SQLITE_DIR/handoff.db"
 
 # database label, mode, URL — in this order, one after the other.
 runs=(
-  "PostgreSQL" pg_advisory       "$SQLOCK_TEST_POSTGRES_URL"
-  "PostgreSQL" unique_key        "$SQLOCK_TEST_POSTGRES_URL"
-  "PostgreSQL" select_for_update "$SQLOCK_TEST_POSTGRES_URL"
-  "MariaDB"    mysql_get_lock    "$SQLOCK_TEST_MYSQL_URL"
-  "MariaDB"    unique_key        "$SQLOCK_TEST_MYSQL_URL"
-  "MariaDB"    select_for_update "$SQLOCK_TEST_MYSQL_URL"
-  "SQLite"     unique_key        "$SQLITE_URL"
-  "SQLite"     select_for_update "$SQLITE_URL"
+  "PostgreSQL" pg_advisory        "$SQLOCK_TEST_POSTGRES_URL"
+  "PostgreSQL" unique_key         "$SQLOCK_TEST_POSTGRES_URL"
+  "PostgreSQL" select_for_update  "$SQLOCK_TEST_POSTGRES_URL"
+  "PostgreSQL" optimistic_version "$SQLOCK_TEST_POSTGRES_URL"
+  "PostgreSQL" semaphore          "$SQLOCK_TEST_POSTGRES_URL"
+  "PostgreSQL" shared_mutex       "$SQLOCK_TEST_POSTGRES_URL"
+  "PostgreSQL" leader             "$SQLOCK_TEST_POSTGRES_URL"
+  "MariaDB"    mysql_get_lock     "$SQLOCK_TEST_MYSQL_URL"
+  "MariaDB"    unique_key         "$SQLOCK_TEST_MYSQL_URL"
+  "MariaDB"    select_for_update  "$SQLOCK_TEST_MYSQL_URL"
+  "MariaDB"    optimistic_version "$SQLOCK_TEST_MYSQL_URL"
+  "MariaDB"    semaphore          "$SQLOCK_TEST_MYSQL_URL"
+  "MariaDB"    shared_mutex       "$SQLOCK_TEST_MYSQL_URL"
+  "MariaDB"    leader             "$SQLOCK_TEST_MYSQL_URL"
+  "SQLite"     unique_key         "$SQLITE_URL"
+  "SQLite"     select_for_update  "$SQLITE_URL"
+  "SQLite"     optimistic_version "$SQLITE_URL"
+  "SQLite"     semaphore          "$SQLITE_URL"
+  "SQLite"     shared_mutex       "$SQLITE_URL"
+  "SQLite"     leader             "$SQLITE_URL"
 )
 
 failed=0

@@ -1,0 +1,66 @@
+// Internal: a name's waiter queue in the server (PostgreSQL advisory lock, MariaDB GET_LOCK),
+// shared by the strategies whose waiters would otherwise poll (unique_key, optimistic_version).
+//
+// A waiter that queues holds a pinned session, its seat, and on it the name's queue lock
+// (uk_queue_enter). The server grants that lock first come, first served, so only the head of
+// the line asks for the lease; the head keeps the queue lock with its grant and gives it up
+// after its release (uk_queue_leave), handing the turn to the next waiter. The queue orders
+// waiters and nothing else: the lease row is the lock, so a lost seat costs time, never safety.
+#pragma once
+
+#include "strategies/strategy.hpp"
+
+namespace sqlock::detail {
+
+/// The longest one wait in the server-side queue: a seat holder that stopped (paused process)
+/// delays a takeover of its expired lease by at most this; then the waiter tries directly.
+inline constexpr std::chrono::milliseconds queue_step_limit{1000};
+
+/// A pinned lock session that holds, or is about to hold, a name's queue lock.
+class queue_seat {
+public:
+    queue_seat(std::shared_ptr<database_impl> db, std::string name)
+        : m_db(std::move(db)), m_name(std::move(name)), m_session(m_db->pin_seat(m_name)) {}
+    ~queue_seat() { vacate(); }
+    queue_seat(const queue_seat&) = delete;
+    queue_seat& operator=(const queue_seat&) = delete;
+
+    enum class place {
+        outside, ///< does not hold the queue lock
+        inside,  ///< holds it
+        unknown  ///< a statement failed half-way: only closing the session is sure to free it
+    };
+
+    bool usable() const noexcept { return m_session && m_session->usable(); }
+    session& get() { return *m_session; }
+    place where = place::outside;
+
+    /// Hands the session back, leaving the queue first if inside (closing the session when
+    /// that fails or the place is unknown: the server then drops its locks). Never throws.
+    void vacate() noexcept;
+
+private:
+    std::shared_ptr<database_impl> m_db;
+    std::string m_name;
+    std::unique_ptr<session> m_session;
+};
+
+/// The seat of a hold that came through the queue, while usable: its statements go there.
+session* seat_session(const grant& held) noexcept;
+
+/// How long one wait in the queue may last for an attempt allowed to wait `wait` (a positive
+/// duration or server_wait::forever): at most queue_step_limit, and within the session's
+/// statement timeout (half of io_timeout).
+std::chrono::milliseconds queue_step(const database_impl& db, std::chrono::milliseconds wait);
+
+/// Opens `state.seat` when it has none. False when the server refused one more connection
+/// (max_connections) or could not be reached: `state.no_queue` is then set, and the rest of
+/// the call waits by polling with the connections it has. Other errors are thrown.
+bool open_seat(database_impl& db, const lock_request& req, attempt_state& state);
+
+/// The queue's wait for its turn ran out (the head may have stopped): the seat is outside,
+/// the next attempt tries directly first and then takes free leases even while someone holds
+/// the queue lock (attempt_state::bypass_queue); it comes at once (this attempt waited).
+void note_not_our_turn(attempt_state& state) noexcept;
+
+} // namespace sqlock::detail
