@@ -1,4 +1,5 @@
-// unique_key on PostgreSQL and MariaDB: waiters queue in the server (a session-level lock per
+// unique_key and optimistic_version on PostgreSQL and MariaDB (the suite runs under both, its
+// name is historical): waiters queue in the server (a session-level lock per
 // name, taken on a pinned "seat" session: a PostgreSQL advisory lock, a MariaDB GET_LOCK user
 // lock), so a release hands the lock to the next waiter in arrival order. The queue only orders
 // waiters: these tests also show that it never keeps a lock from being taken (a stuck queue

@@ -154,6 +154,16 @@ void add_sqlock_variants(variant_list& out, backend b, const std::string& url) {
             if (const std::string e = sem->last_error(); !e.empty())
                 throw std::runtime_error("sqlock release: " + e);
         });
+    // ... and a shared_mutex's shared lock + unlock (a reader: the gate read, then a permit).
+    auto rw = std::make_shared<sqlock::shared_mutex>(db, lock_name("sqlock", "shared_mutex"));
+    add(out, b, "shared_mutex", "sqlock", "sqlock::shared_mutex shared (16 readers, unique_key)",
+        "lock_shared() + unlock_shared()", [rw] {
+            rw->lock_shared();
+            require(rw->token() > 0, "sqlock: no fencing token");
+            rw->unlock_shared();
+            if (const std::string e = rw->last_error(); !e.empty())
+                throw std::runtime_error("sqlock unlock_shared: " + e);
+        });
 }
 
 // ------------------------------------------------------------------ PostgreSQL, bare libpq
@@ -679,10 +689,10 @@ std::vector<comparison> comparisons(const variant_list& vs) {
     alt(backend::sqlite, "unique_key", "naive INSERT + DELETE", 0.7);
     alt(backend::sqlite, "select_for_update", "flock(2)", std::nullopt);
     for (const backend b : {backend::postgresql, backend::mysql, backend::sqlite}) {
-        const variant* sem = find(vs, b, "sqlock", "semaphore");
         const variant* mutex = find(vs, b, "sqlock", "unique_key");
-        if (sem && mutex)
-            out.push_back(compare(*sem, *mutex, "alternative", 1.2));
+        for (const char* primitive : {"semaphore", "shared_mutex"})
+            if (const variant* v = find(vs, b, "sqlock", primitive); v && mutex)
+                out.push_back(compare(*v, *mutex, "alternative", 1.2));
     }
     // The bare statements against the naive ones: what the SQL itself costs.
     for (const backend b : {backend::postgresql, backend::mysql, backend::sqlite}) {
