@@ -230,7 +230,8 @@ public:
     std::string fencing_condition(std::string_view name_placeholder,
                                   std::string_view token_placeholder) const;
 
-    /// All rows in the lock table, ordered by name.
+    /// All rows in the lock table, ordered by name (as bytes); the locks of one semaphore or
+    /// shared_mutex together: its writer gate, its permits by number, its queue.
     std::vector<lock_info> list();
     /// Deletes expired rows (by the database clock) in batches of `batch` rows; returns how
     /// many were deleted. Also prunes the run ledger (reap_options::keep_history's default).

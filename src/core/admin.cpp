@@ -3,6 +3,9 @@
 #include "core/database_impl.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <limits>
+#include <tuple>
 
 namespace sqlock {
 
@@ -47,6 +50,25 @@ std::vector<lock_info> database::list() {
     out.reserve(res.rows.size());
     for (const auto& r : res.rows)
         out.push_back(lock_info_of(r));
+    // A semaphore's or shared_mutex's locks together, in a reader's order: its writer gate,
+    // then its permits by number ("permit 2" before "permit 10"), then its queue. Names compare
+    // as bytes, the same on every backend (an ORDER BY follows the database's collation).
+    const auto order = [](const lock_info& l) {
+        const auto role = l.role();
+        const auto space = role.find(' ');
+        std::int64_t rank = role.empty() ? -2 : -1; // a mutex; a role without a number (writer)
+        if (space != std::string_view::npos) {
+            const auto what = role.substr(space + 1);
+            std::int64_t k = 0;
+            const auto [end, ec] = std::from_chars(what.data(), what.data() + what.size(), k);
+            rank = ec == std::errc{} && end == what.data() + what.size()
+                       ? k
+                       : std::numeric_limits<std::int64_t>::max(); // the queue
+        }
+        return std::tuple(l.primitive_name(), rank, role);
+    };
+    std::stable_sort(out.begin(), out.end(),
+                     [&](const lock_info& a, const lock_info& b) { return order(a) < order(b); });
     return out;
 }
 

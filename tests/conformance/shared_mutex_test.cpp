@@ -325,4 +325,19 @@ TEST_SUITE("shared_mutex_lease") { // unique_key, optimistic_version
         rw.unlock();
     }
 
+    TEST_CASE("list() shows a primitive's locks together: gate, permits by number, queue") {
+        const auto name = unique_name("rw-order");
+        shared_mutex rw(db(), name, opts(), 12);
+        rw.lock(); // the gate and all 12 reader permits
+        std::vector<std::string> roles;
+        for (const auto& l : db().list())
+            if (l.primitive_name() == name)
+                roles.emplace_back(l.role());
+        std::vector<std::string> expected{"writer"};
+        for (int k = 0; k < 12; ++k)
+            expected.push_back("reader " + std::to_string(k)); // "reader 2" before "reader 10"
+        CHECK(roles == expected);
+        rw.unlock();
+    }
+
 } // TEST_SUITE shared_mutex_lease
