@@ -85,17 +85,16 @@ permit_pool::waiters permit_pool::who_waits() const {
     const std::string_view gate = m_gate ? std::string_view(m_gate->name()) : queue;
     waiters w;
     if (db().kind() == backend_kind::sqlite) {
-        // A waiter for the queue (or the gate) may still be in SQLite's busy handler, its row
-        // not written, while a releaser asking again keeps winning the one write lock (all
-        // but 1 % of the grants went straight back to the releaser): its place in the name's
-        // line (fair_queue.hpp) shows at once. The rows still count: a gate taken by
-        // try_lock() is in no line.
-        const auto in_line = [this](std::string_view name) {
-            return someone_in_line(db().lock_file_for(name) + std::string(queue_file_suffix));
-        };
-        w.queue = in_line(queue);
-        w.gate = m_gate && in_line(gate);
-        if (w.queue && (w.gate || !m_gate))
+        // A waiter for the queue may still be in SQLite's busy handler, its row not written,
+        // while a releaser asking again keeps winning the one write lock (all but 1 % of the
+        // grants went straight back to the releaser): its place in the queue lock's line
+        // (fair_queue.hpp) shows at once. Not so for the writer gate: readers that saw a
+        // writer pass through the gate themselves (lock, unlock), so its line is busy with
+        // readers too, and readers that looked at it sent each other through the gate again
+        // and again (8 `sqlock run --shared/--exclusive` on SQLite: readers stuck for 60 s).
+        // The gate row says whether a writer holds or waits for it.
+        w.queue = someone_in_line(db().lock_file_for(queue) + std::string(queue_file_suffix));
+        if (w.queue && !m_gate)
             return w; // nothing more the rows could say
     }
     for (const auto& r : db().run(statement::waiters_check, {queue, gate}).rows) {

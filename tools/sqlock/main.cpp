@@ -824,8 +824,8 @@ int run_holding(Lock& m, sqlock::database& db, const options& o,
                                               : m.try_lock_until(deadline);
     if (!granted) {
         std::cerr << "sqlock: " << (is_semaphore ? "no permit of semaphore \"" : "lock \"") << name
-                  << "\" " << (is_semaphore ? "was " : "") << "granted within " << wait->count()
-                  << " ms";
+                  << "\" " << (is_semaphore ? "was granted" : "not granted") << " within "
+                  << wait->count() << " ms";
         if constexpr (is_semaphore) {
             std::cerr << " (all " << m.permits() << " permits held)\n";
             return exit_timeout;
