@@ -147,6 +147,11 @@ public:
     const std::string& name() const noexcept;
     /// Message of the last failure resign() swallowed ("" when none).
     std::string last_error() const;
+    /// How the last term ended (as mutex::last_loss()): loss_reason::none when it was
+    /// resigned while still leading; otherwise why it was lost, whether the term was told
+    /// (stop_token(), on_lost) or resign() found its lease taken over (a leader paused past
+    /// its TTL). Set by resign() (and by a campaign that ends a lost term).
+    loss_reason last_loss() const;
 
     /// Core of the timed campaigns: retries until `deadline` on the steady clock.
     std::optional<std::int64_t>

@@ -53,12 +53,21 @@ public:
             m_stop.request_stop();
             m_forward_stop.reset();
         }
+        // Why the term ended: lost while leading (told by stop_token()/on_lost), else lost as
+        // resign() found out (its lease was taken over while this process was paused).
+        auto loss = held->lost_reason();
         if (on_leading_thread) {
             held->unlock();
+            if (loss == loss_reason::none)
+                loss = held->last_loss();
             if (auto failure = held->last_error(); !failure.empty()) {
                 std::lock_guard state(m_state);
                 m_last_error = std::move(failure);
             }
+        }
+        {
+            std::lock_guard state(m_state);
+            m_last_loss = loss;
         }
         held.reset(); // releases what is still held (off the leading thread: all of it)
     }
@@ -122,6 +131,7 @@ public:
     /// Requests m_stop when the mutex reports the grant lost.
     std::unique_ptr<std::stop_callback<forward_stop>> m_forward_stop;
     std::string m_last_error;
+    loss_reason m_last_loss = loss_reason::none; ///< how the last term ended
 };
 
 } // namespace detail
@@ -196,6 +206,11 @@ const std::string& leader_election::name() const noexcept {
 std::string leader_election::last_error() const {
     std::lock_guard state(m_impl->m_state);
     return m_impl->m_last_error;
+}
+
+loss_reason leader_election::last_loss() const {
+    std::lock_guard state(m_impl->m_state);
+    return m_impl->m_last_loss;
 }
 
 } // namespace sqlock

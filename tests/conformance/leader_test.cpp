@@ -153,6 +153,22 @@ TEST_SUITE("leader") {
         a.resign();
     }
 
+    TEST_CASE("last_loss(): none after a resign while leading, lost when resign finds it taken") {
+        const auto name = test::unique_name("leader-last-loss");
+        leader_election a(db(), name, lopts()); // 30 s TTL: no renewal notices it first
+        a.campaign();
+        a.resign();
+        CHECK(a.last_loss() == sqlock::loss_reason::none);
+        CHECK(a.last_error().empty());
+        a.campaign();
+        // Broken while this process was not looking (as after a pause past the TTL): the
+        // leader only learns it when it resigns.
+        REQUIRE(db().force_release(name, "leader_test").released);
+        a.resign();
+        CHECK(a.last_loss() == sqlock::loss_reason::lost);
+        CHECK_FALSE(a.last_error().empty());
+    }
+
     TEST_CASE("resign hands over at once, from any thread; destruction resigns") {
         const auto name = test::unique_name("leader-resign");
         leader_election a(db(), name, lopts()); // a 30 s TTL: a hand-over is not an expiry
@@ -262,6 +278,7 @@ TEST_SUITE("leader") {
         std::thread([&] { elsewhere = a.is_leader(); }).join();
         CHECK_FALSE(elsewhere);
         a.resign(); // quietly: nothing left to give back
+        CHECK(a.last_loss() == sqlock::loss_reason::lost);
         const auto again = a.try_campaign_for(5s);
         REQUIRE(again);
         CHECK(*again > term);

@@ -419,7 +419,8 @@ int run(const options& o) {
             const std::string error_before = elector->last_error();
             const bool was_lost = term_stop.stop_requested(); // before resign() requests it
             elector->resign();
-            last_loss = was_lost ? "lost" : "none";
+            // Lost during the term (told), or found lost by resign() itself.
+            last_loss = was_lost ? "lost" : std::string(sqlock::to_string(elector->last_loss()));
             failed = elector->last_error() != error_before ? "1" : "0";
         } else if (!skip_lock) {
             // last_error() keeps the last failure until the next one: only a change is news.
