@@ -75,7 +75,8 @@ enum class statement : std::size_t {
                     ///<   take the name's queue lock
     uk_queue_leave, ///< $1 name: give it up
     // optimistic_version (pool):
-    ov_read, ///< $1 name -> 0..1 row (token, owner, hold_count, held, lease_seq, ttl_ms, queue_busy)
+    ov_read,     ///< $1 name -> 0..1 row (token, owner, hold_count, held, lease_seq, ttl_ms,
+                 ///< queue_busy)
     ov_create,   ///< $1 name: create a free row if missing (never fails on a race)
     ov_acquire,  ///< $1 name $2 owner $3 ttl_ms $4 host $5 pid $6 version read -> (token) |
                  ///< read-back
