@@ -51,6 +51,52 @@ bool open_seat(database_impl& db, const lock_request& req, attempt_state& state)
     }
 }
 
+std::array<batch_item, 3> queue_entry_items(std::string_view name, std::chrono::milliseconds step) {
+    const auto step_ms = static_cast<std::int64_t>(step.count());
+    return {{
+        {statement::uk_queue_wait, {step_ms}},
+        {statement::uk_queue_enter, {name, step_ms}},
+        {statement::uk_queue_wait, {std::int64_t{0}}},
+    }};
+}
+
+bool not_our_turn_error(const error& e) noexcept {
+    return e.sqlstate() == "55P03";
+}
+
+bool took_turn(const result& entered, attempt_state& state) {
+    if (entered.rows.empty() || column_int(entered.rows[0].at(1)) != 1) {
+        note_not_our_turn(state);
+        return false;
+    }
+    if (state.seat)
+        state.seat->where = queue_seat::place::inside;
+    if (column_int(entered.rows[0].at(0)) == 1)
+        state.contended = true; // we waited for our turn
+    return true;
+}
+
+bool enter_queue(database_impl& db, const lock_request& req, std::chrono::milliseconds wait,
+                 attempt_state& state) {
+    const auto items = queue_entry_items(req.name, queue_step(db, wait));
+    if (!open_seat(db, req, state))
+        return false;
+    auto& seat = *state.seat;
+    seat.where = queue_seat::place::unknown; // until the outcome is known
+    std::vector<result> results;
+    try {
+        results = seat.get().execute_batch(items);
+    } catch (const error& e) {
+        if (not_our_turn_error(e)) {
+            note_not_our_turn(state);
+            return false;
+        }
+        state.seat.reset(); // closes the session, and any lock it got
+        db.rethrow_with_context(e);
+    }
+    return took_turn(results.at(queue_enter_item), state);
+}
+
 void note_not_our_turn(attempt_state& state) noexcept {
     if (state.seat)
         state.seat->where = queue_seat::place::outside;

@@ -10,6 +10,8 @@
 
 #include "strategies/strategy.hpp"
 
+#include <array>
+
 namespace sqlock::detail {
 
 /// The longest one wait in the server-side queue: a seat holder that stopped (paused process)
@@ -57,6 +59,28 @@ std::chrono::milliseconds queue_step(const database_impl& db, std::chrono::milli
 /// (max_connections) or could not be reached: `state.no_queue` is then set, and the rest of
 /// the call waits by polling with the connections it has. Other errors are thrown.
 bool open_seat(database_impl& db, const lock_request& req, attempt_state& state);
+
+/// The statements that take `name`'s queue lock on a seat, waiting at most `step`: the wait
+/// is set, uk_queue_enter runs (items[queue_enter_item]), the wait is cleared (so that a
+/// statement pipelined behind waits without one). The wait applies to the queue lock only:
+/// PostgreSQL then answers "not our turn yet" with 55P03 (not_our_turn_error()), MariaDB's
+/// GET_LOCK with turn = 0 (took_turn()).
+std::array<batch_item, 3> queue_entry_items(std::string_view name, std::chrono::milliseconds step);
+inline constexpr std::size_t queue_enter_item = 1;
+
+/// True for the error a queue wait that ran out raises (PostgreSQL's lock_timeout, 55P03).
+bool not_our_turn_error(const error& e) noexcept;
+
+/// Reads uk_queue_enter's reply: our turn (the seat is then inside, and a wait for it counts
+/// as contended in `state`) or not (note_not_our_turn). Returns whether it was our turn.
+bool took_turn(const result& entered, attempt_state& state);
+
+/// Takes `req.name`'s queue lock on the call's seat (opened if need be), waiting at most one
+/// queue step for an attempt allowed to wait `wait`. False when it was not our turn within it
+/// (noted in `state`) or no seat could be opened (state.no_queue: poll instead). Any other
+/// error closes the seat (and whatever lock it got) and is thrown.
+bool enter_queue(database_impl& db, const lock_request& req, std::chrono::milliseconds wait,
+                 attempt_state& state);
 
 /// The queue's wait for its turn ran out (the head may have stopped): the seat is outside,
 /// the next attempt tries directly first and then takes free leases even while someone holds

@@ -288,33 +288,19 @@ private:
     /// outside, ready for another try).
     static std::optional<grant> queue_up(database_impl& db, const lock_request& req,
                                          std::chrono::milliseconds wait, attempt_state& state) {
-        const auto step = queue_step(db, wait);
+        const auto entry = queue_entry_items(req.name, queue_step(db, wait));
         // The server refused one more connection (max_connections) or could not be reached:
         // waiting by polling still works, with the connections we have.
         if (!open_seat(db, req, state))
             return std::nullopt;
         auto& seat = *state.seat;
         const auto sent = std::chrono::steady_clock::now();
-        // Not our turn within `step`; nothing held. The next attempt (at once: this one
-        // waited) tries the lease directly first: if the queue's head has stopped, an expired
-        // lease is taken.
-        const auto not_our_turn = [&] {
-            note_not_our_turn(state);
-        };
-        // The wait applies to the queue lock only (PostgreSQL: a 55P03 then means "not our
-        // turn yet"; MariaDB: GET_LOCK answers turn = 0); the acquire behind it waits without a
-        // lock timeout, as on a pooled session.
-        const auto step_ms = static_cast<std::int64_t>(step.count());
-        const batch_item items[] = {
-            {statement::uk_queue_wait, {step_ms}},
-            {statement::uk_queue_enter, {req.name, step_ms}},
-            {statement::uk_queue_wait, {std::int64_t{0}}},
-            acquire_item(req, nullptr, true), // (on the seat: the queue lock's holder)
-        };
-        constexpr std::size_t enter = 1; // items[enter] is uk_queue_enter
-        const auto our_turn = [&](const result& r) {
-            return !r.rows.empty() && column_int(r.rows[0].at(1)) == 1;
-        };
+        // The queue lock, then the acquire behind it (on the seat: the queue lock's holder),
+        // which waits without a lock timeout, as on a pooled session. Not our turn within the
+        // step: nothing held, and the next attempt (at once: this one waited) tries the lease
+        // directly first, so that an expired lease is taken if the queue's head has stopped.
+        const batch_item items[] = {entry[0], entry[1], entry[2], acquire_item(req, nullptr, true)};
+        constexpr std::size_t enter = queue_enter_item;
         std::vector<result> results;
         // When the acquire was sent: its grant's lease counts from there.
         auto acquire_sent = sent;
@@ -327,31 +313,24 @@ private:
             } else {
                 // One statement at a time anyway: the acquire only once the queue lock is ours,
                 // so its grant does not count the queue wait against its lease.
-                results = seat.get().execute_batch(std::span(items).first(enter + 1));
-                if (!our_turn(results[enter])) {
-                    not_our_turn();
+                results = seat.get().execute_batch(std::span(items).first(entry.size()));
+                if (!took_turn(results[enter], state))
                     return std::nullopt;
-                }
                 acquire_sent = std::chrono::steady_clock::now();
-                for (auto& r : seat.get().execute_batch(std::span(items).subspan(enter + 1)))
+                for (auto& r : seat.get().execute_batch(std::span(items).subspan(entry.size())))
                     results.push_back(std::move(r));
             }
         } catch (const error& e) {
-            if (e.sqlstate() == "55P03") {
-                not_our_turn();
+            if (not_our_turn_error(e)) {
+                note_not_our_turn(state);
                 return std::nullopt;
             }
             state.seat.reset(); // closes the session, and any lock it got
             return resolving_doubt(db, req,
                                    [&]() -> std::optional<grant> { db.rethrow_with_context(e); });
         }
-        if (!our_turn(results[enter])) {
-            not_our_turn();
+        if (seat.where != queue_seat::place::inside && !took_turn(results[enter], state))
             return std::nullopt;
-        }
-        seat.where = queue_seat::place::inside;
-        if (column_int(results[enter].rows[0].at(0)) == 1)
-            state.contended = true; // we waited for our turn
         auto g = granted(results.back(), acquire_sent, req.ttl, &state);
         if (!g) {
             state.contended = true; // first in line, but the lease is held: wait for it
