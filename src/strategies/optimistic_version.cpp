@@ -75,9 +75,15 @@ private:
     std::optional<grant> attempt_in_turn(database_impl& db, const lock_request& req,
                                          std::chrono::milliseconds wait, attempt_state& state) {
         const bool queue = wait != server_wait::none && !state.no_queue && db.queues_waiters();
-        if (!queue)
+        const bool inside =
+            state.seat && state.seat->usable() && state.seat->where == queue_seat::place::inside;
+        if (!queue && !inside) {
+            // No queue wait this time (none possible, or the last attempt at the deadline): a
+            // seat this call still keeps carries it, so that it needs no second connection
+            // (a pinned seat is out of the pool's count: one more would be a new connect).
+            const route_scope via_seat(db, seat_session(state));
             return attempt(db, req, state, false);
-        const bool inside = state.seat && state.seat->where == queue_seat::place::inside;
+        }
         if (!inside && !state.queue_first) {
             // Ask first (uncontended: no seat, no queue), but never past someone in line
             // unless one of this call's own queue waits ran out (the head may have stopped).
@@ -89,9 +95,13 @@ private:
             return std::nullopt;
         // First in line: the attempt runs on the seat, which the grant keeps until its release.
         std::optional<grant> g;
-        {
+        try {
             const route_scope via_seat(db, seat_session(state));
             g = attempt(db, req, state, false);
+        } catch (const error& e) {
+            if (e.code() == errc::connection)
+                state.seat.reset(); // its session is gone, and the place with it
+            throw;
         }
         if (!g) {
             state.contended = true; // first in line, but the lease is held: wait for it
@@ -102,42 +112,6 @@ private:
             g->seat = std::move(state.seat);
         }
         return g;
-    }
-
-    /// Takes this name's queue lock on the call's seat, waiting at most one queue step. False
-    /// when it is not our turn within it, or no seat could be opened (then polls).
-    static bool enter_queue(database_impl& db, const lock_request& req,
-                            std::chrono::milliseconds wait, attempt_state& state) {
-        const auto step_ms = static_cast<std::int64_t>(queue_step(db, wait).count());
-        if (!open_seat(db, req, state))
-            return false;
-        auto& seat = *state.seat;
-        const batch_item items[] = {
-            {statement::uk_queue_wait, {step_ms}},
-            {statement::uk_queue_enter, {req.name, step_ms}},
-            {statement::uk_queue_wait, {std::int64_t{0}}},
-        };
-        std::vector<result> results;
-        seat.where = queue_seat::place::unknown; // until the outcome is known
-        try {
-            results = seat.get().execute_batch(items);
-        } catch (const error& e) {
-            if (e.sqlstate() == "55P03") { // PostgreSQL: lock_timeout, not our turn yet
-                note_not_our_turn(state);
-                return false;
-            }
-            state.seat.reset(); // closes the session, and any lock it got
-            db.rethrow_with_context(e);
-        }
-        const auto& entered = results.at(1);
-        if (entered.rows.empty() || column_int(entered.rows[0].at(1)) != 1) {
-            note_not_our_turn(state);
-            return false;
-        }
-        seat.where = queue_seat::place::inside;
-        if (column_int(entered.rows[0].at(0)) == 1)
-            state.contended = true; // we waited for our turn
-        return true;
     }
 
 public:
