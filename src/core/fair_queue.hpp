@@ -38,12 +38,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <string_view>
 
 namespace sqlock::detail {
 
-/// A name's queue file is its lock file's path (database_impl::lock_file_for) plus this.
-inline constexpr std::string_view queue_file_suffix = ".queue";
+/// A name's queue file, beside its lock file (`lock_file`: database_impl::lock_file_for).
+inline std::string queue_file_for(const std::string& lock_file) {
+    return lock_file + ".queue";
+}
 
 class fair_turn;
 

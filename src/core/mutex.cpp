@@ -424,8 +424,7 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
     std::unique_ptr<detail::fair_turn> ticket;
     if (const auto now = std::chrono::steady_clock::now();
         db.kind() == backend_kind::sqlite && deadline > now) {
-        ticket = detail::fair_turn::open(db.lock_file_for(impl.m_name) +
-                                         std::string(detail::queue_file_suffix));
+        ticket = detail::fair_turn::open(detail::queue_file_for(db.lock_file_for(impl.m_name)));
         if (ticket && !ticket->idle() &&
             !ticket->join(std::min(deadline, now + detail::fair_queue_join_wait)))
             ticket.reset(); // the counter stayed locked (a joiner stopped): poll, as before

@@ -93,7 +93,7 @@ permit_pool::waiters permit_pool::who_waits() const {
         // readers too, and readers that looked at it sent each other through the gate again
         // and again (8 `sqlock run --shared/--exclusive` on SQLite: readers stuck for 60 s).
         // The gate row says whether a writer holds or waits for it.
-        w.queue = someone_in_line(db().lock_file_for(queue) + std::string(queue_file_suffix));
+        w.queue = someone_in_line(queue_file_for(db().lock_file_for(queue)));
         if (w.queue && !m_gate)
             return w; // nothing more the rows could say
     }
