@@ -46,6 +46,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -203,70 +204,30 @@ sqlock::strategy strategy_of(mode m) {
     }
 }
 
-class sqlock_locker final : public locker {
+/// A sqlock primitive taken with lock() / unlock() (a mutex, a one-permit semaphore, a
+/// shared_mutex's exclusive side); `Args` follow the database and the lock name in its
+/// constructor.
+template <class Lock>
+class lockable_locker final : public locker {
 public:
-    explicit sqlock_locker(const config& cfg)
+    template <class... Args>
+    explicit lockable_locker(const config& cfg, Args&&... args)
         : m_db(sqlock::connect(cfg.url)),
-          m_mutex(m_db, std::string(lock_name) + ":" + cfg.mode_name,
-                  {.strategy = strategy_of(cfg.bench_mode), .ttl = std::chrono::seconds(30)}) {}
+          m_lock(m_db, std::string(lock_name) + ":" + cfg.mode_name, std::forward<Args>(args)...) {}
 
     std::int64_t acquire() override {
-        m_mutex.lock();
-        return m_mutex.token();
+        m_lock.lock();
+        return m_lock.token();
     }
     void release() override {
-        m_mutex.unlock(); // never throws; a failure is recorded in last_error()
-        if (std::string e = m_mutex.last_error(); !e.empty())
+        m_lock.unlock(); // never throws; a failure is recorded in last_error()
+        if (std::string e = m_lock.last_error(); !e.empty())
             throw std::runtime_error("unlock failed: " + e);
     }
 
 private:
     sqlock::database m_db;
-    sqlock::mutex m_mutex;
-};
-
-class semaphore_locker final : public locker {
-public:
-    explicit semaphore_locker(const config& cfg)
-        : m_db(sqlock::connect(cfg.url)),
-          m_semaphore(m_db, std::string(lock_name) + ":" + cfg.mode_name, 1,
-                      {.ttl = std::chrono::seconds(30)}) {}
-
-    std::int64_t acquire() override {
-        m_semaphore.acquire();
-        return m_semaphore.token();
-    }
-    void release() override {
-        m_semaphore.release();
-        if (std::string e = m_semaphore.last_error(); !e.empty())
-            throw std::runtime_error("release failed: " + e);
-    }
-
-private:
-    sqlock::database m_db;
-    sqlock::semaphore m_semaphore;
-};
-
-class shared_mutex_locker final : public locker {
-public:
-    explicit shared_mutex_locker(const config& cfg)
-        : m_db(sqlock::connect(cfg.url)),
-          m_shared(m_db, std::string(lock_name) + ":" + cfg.mode_name,
-                   {.ttl = std::chrono::seconds(30)}, 4) {}
-
-    std::int64_t acquire() override {
-        m_shared.lock();
-        return m_shared.token();
-    }
-    void release() override {
-        m_shared.unlock();
-        if (std::string e = m_shared.last_error(); !e.empty())
-            throw std::runtime_error("unlock failed: " + e);
-    }
-
-private:
-    sqlock::database m_db;
-    sqlock::shared_mutex m_shared;
+    Lock m_lock;
 };
 
 class leader_locker final : public locker {
@@ -371,19 +332,22 @@ private:
 };
 
 std::unique_ptr<locker> make_locker(const config& cfg) {
+    const sqlock::mutex_options ttl_30s{.ttl = std::chrono::seconds(30)};
     switch (cfg.bench_mode) {
     case mode::pg_advisory:
         return std::make_unique<pg_advisory_locker>(cfg.url);
     case mode::mysql_get_lock:
         return std::make_unique<mysql_get_lock_locker>(cfg.url);
     case mode::semaphore:
-        return std::make_unique<semaphore_locker>(cfg);
-    case mode::shared_mutex:
-        return std::make_unique<shared_mutex_locker>(cfg);
+        return std::make_unique<lockable_locker<sqlock::semaphore>>(cfg, 1, ttl_30s);
+    case mode::shared_mutex: // every process a writer; 4 reader permits to collect
+        return std::make_unique<lockable_locker<sqlock::shared_mutex>>(cfg, ttl_30s, 4);
     case mode::leader:
         return std::make_unique<leader_locker>(cfg);
     default:
-        return std::make_unique<sqlock_locker>(cfg);
+        return std::make_unique<lockable_locker<sqlock::mutex>>(
+            cfg, sqlock::mutex_options{.strategy = strategy_of(cfg.bench_mode),
+                                       .ttl = std::chrono::seconds(30)});
     }
 }
 
