@@ -216,38 +216,6 @@ TEST_SUITE("select_for_update") {
 
 TEST_SUITE("select_for_update") {
 
-    TEST_CASE("SQLite: a release waits out another connection reading the lock file") {
-#ifdef SQLOCK_TEST_SQLITE
-        if (!is_sqlite())
-            return; // the servers have no lock file
-        // The first COMMIT on a new lock file writes its first page, so it needs the file to
-        // itself: a reader (another process's BEGIN IMMEDIATE waiting in its busy handler
-        // holds the same shared lock) makes it wait. It must wait, not fail as "database is
-        // locked" and report the lock lost, whatever the acquire allowed itself to wait
-        // (try_lock(): nothing).
-        const auto name = unique_name("commit-busy");
-        mutex holder(db(), name, opts());
-        REQUIRE(holder.try_lock());
-        sqlite3* raw = nullptr;
-        REQUIRE(sqlite3_open_v2(db().impl()->lock_file_for(name).c_str(), &raw,
-                                SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK);
-        std::unique_ptr<sqlite3, decltype(&sqlite3_close_v2)> reader(raw, &sqlite3_close_v2);
-        REQUIRE(sqlite3_exec(reader.get(), "BEGIN; SELECT count(*) FROM sqlite_master;", nullptr,
-                             nullptr, nullptr) == SQLITE_OK);
-        std::jthread end_read([&] {
-            std::this_thread::sleep_for(300ms); // the reader's transaction lasts this long
-            sqlite3_exec(reader.get(), "COMMIT", nullptr, nullptr, nullptr);
-        });
-        holder.unlock();
-        end_read.join();
-        CHECK(holder.last_error() == "");
-        CHECK(holder.last_loss() == sqlock::loss_reason::none);
-        mutex after(db(), name, opts()); // and the lock file is free again
-        CHECK(after.try_lock());
-        after.unlock();
-#endif
-    }
-
     TEST_CASE("PostgreSQL: a killed session is noticed promptly, without renewal") {
         if (test::backend().kind != sqlock::backend_kind::postgresql)
             return; // MariaDB: noticed by the next renewal or operation; SQLite: no session
@@ -379,3 +347,41 @@ TEST_SUITE("select_for_update") {
     }
 
 } // TEST_SUITE
+
+// SQLite only (tests/CMakeLists.txt): a lock file is SQLite's row lock.
+TEST_SUITE("select_for_update_sqlite") {
+
+    TEST_CASE("SQLite: a release waits out another connection reading the lock file") {
+#ifdef SQLOCK_TEST_SQLITE
+        REQUIRE(is_sqlite()); // suite select_for_update_sqlite runs on SQLite only
+        // The first COMMIT on a new lock file writes its first page, so it needs the file to
+        // itself: a reader (another process's BEGIN IMMEDIATE waiting in its busy handler
+        // holds the same shared lock) makes it wait. It must wait, not fail as "database is
+        // locked" and report the lock lost, whatever the acquire allowed itself to wait
+        // (try_lock(): nothing).
+        const auto name = unique_name("commit-busy");
+        mutex holder(db(), name, opts());
+        REQUIRE(holder.try_lock());
+        sqlite3* raw = nullptr;
+        REQUIRE(sqlite3_open_v2(db().impl()->lock_file_for(name).c_str(), &raw,
+                                SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK);
+        std::unique_ptr<sqlite3, decltype(&sqlite3_close_v2)> reader(raw, &sqlite3_close_v2);
+        REQUIRE(sqlite3_exec(reader.get(), "BEGIN; SELECT count(*) FROM sqlite_master;", nullptr,
+                             nullptr, nullptr) == SQLITE_OK);
+        std::jthread end_read([&] {
+            std::this_thread::sleep_for(300ms); // the reader's transaction lasts this long
+            sqlite3_exec(reader.get(), "COMMIT", nullptr, nullptr, nullptr);
+        });
+        holder.unlock();
+        end_read.join();
+        CHECK(holder.last_error() == "");
+        CHECK(holder.last_loss() == sqlock::loss_reason::none);
+        mutex after(db(), name, opts()); // and the lock file is free again
+        CHECK(after.try_lock());
+        after.unlock();
+#else
+        FAIL("built without SQLite, yet run on it");
+#endif
+    }
+
+} // TEST_SUITE select_for_update_sqlite
