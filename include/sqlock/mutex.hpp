@@ -5,18 +5,21 @@
 #include "sqlock/database.hpp"
 #include "sqlock/error.hpp"
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace sqlock {
 
 namespace detail {
 class mutex_impl;
+class permit_pool;
 /// A relative timeout as a deadline on the steady clock (the timed operations' core takes one).
 template <class Rep, class Period>
 std::chrono::steady_clock::time_point
@@ -214,6 +217,14 @@ public:
     bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline);
 
 private:
+    friend class detail::permit_pool;
+    /// try_lock() for a semaphore's permits: a new grant is held back while another owner
+    /// holds a lock named in `defer_to` (its queue, a writer gate); returns false then, with
+    /// a bit per held name in `deferred` (0: not held back).
+    bool try_lock_deferring(const std::array<std::string_view, 2>& defer_to, unsigned& deferred);
+    bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline,
+                               const std::array<std::string_view, 2>* defer_to, unsigned* deferred);
+
     std::unique_ptr<detail::mutex_impl> m_impl;
 };
 

@@ -8,6 +8,11 @@
 -- holder itself (the acquire on its seat) and re-entries are never held back; $7 = 0 (try_lock,
 -- or a waiter whose queue wait ran out, whose head may have stopped) takes a free lease
 -- regardless.
+-- $8, $9: sqlock's own locks whose holders go first (a semaphore's queue, a shared mutex's
+-- writer gate; NULL: none): while another session's owner holds either, a new grant is not
+-- attempted either and no row comes back; the caller asks which (waiters_check) only then, so
+-- an uncontended permit costs one round trip. (READ COMMITTED: the look is a consistent read,
+-- no row lock.)
 -- A lease held by someone else is never taken here, however expired it looks by this server's
 -- clock (clocks step): a waiter that has seen it unchanged for its TTL drops it first
 -- (drop_stale_lease). Free rows (owner '': released, force-released, just created) are taken.
@@ -27,15 +32,19 @@
 -- owner is $2: not granted, it is an earlier attempt's grant whose reply was lost),
 -- queue_busy (another session holds this name's queue lock: with $7 = 0 a grant may have
 -- passed a waiter, so the caller counts it as contended and queues first next time; 0 on
--- Galera, which has no user-level locks), server clock.
+-- Galera, which has no user-level locks), deferred (0: a held-back grant returns no row),
+-- server clock.
 INSERT INTO {locks}
     (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at, lease_seq,
      ttl_ms)
 SELECT $1, '', $4, $5, 'unique_key', 0, 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 0, $3
 FROM DUAL
-WHERE $7 = 0 OR $6 IS NOT NULL
-   OR COALESCE(IS_USED_LOCK(LEFT(CONCAT('{channel}/', SHA2(CONCAT('{channel}/', $1), 256)), 64)),
-               CONNECTION_ID()) = CONNECTION_ID()
+WHERE ($7 = 0 OR $6 IS NOT NULL
+       OR COALESCE(IS_USED_LOCK(LEFT(CONCAT('{channel}/', SHA2(CONCAT('{channel}/', $1), 256)),
+                                     64)),
+                   CONNECTION_ID()) = CONNECTION_ID())
+  AND ($6 IS NOT NULL
+       OR NOT EXISTS (SELECT 1 FROM {locks} WHERE name IN ($8, $9) AND owner <> ''))
 ON DUPLICATE KEY UPDATE
     hold_count  = IF($6 IS NULL AND owner = '' AND strategy <> 'select_for_update', 1,
                      IF($6 IS NOT NULL AND owner = $2 AND token = $6, hold_count + 1,
@@ -64,4 +73,5 @@ RETURNING token, hold_count,
     CAST(IF(@@wsrep_on, 0,
             COALESCE(IS_USED_LOCK(LEFT(CONCAT('{channel}/', SHA2(CONCAT('{channel}/', $1), 256)),
                                        64)) <> CONNECTION_ID(), 0)) AS SIGNED),
+    0,
     TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000

@@ -16,9 +16,15 @@
 -- Columns: token, hold_count, granted, created_free_row (0 here), lease_seq, ttl_ms, mine (the
 -- row's owner is $2: not granted, it is an earlier attempt's grant whose reply was lost),
 -- queue_busy (0 here: reading pg_locks costs more than an acquire; a queued waiter is woken by
--- the release's NOTIFY instead), server clock. $7 (defer to a queued waiter: MariaDB holds a
+-- the release's NOTIFY instead), deferred (above), server clock. $7 (defer to a queued waiter: MariaDB holds a
 -- new grant back while another session holds the name's queue lock) is not looked at here for
 -- the same reason; it only appears, multiplied by 0, so that the statement takes 7 parameters.
+-- $8, $9: sqlock's own locks whose holders go first (a semaphore's queue, a shared mutex's
+-- writer gate; NULL: none): while either is held, a new grant is not attempted at all and the
+-- column "deferred" says which (1: $8, 2: $9, 3: both). Same statement, so an uncontended
+-- permit costs one round trip; all its parts read one snapshot, so the check that held the
+-- grant back and the column that reports it agree. No row at all (the lock row does not exist
+-- yet) leaves the caller to ask (waiters_check).
 WITH attempt AS (
     INSERT INTO {locks} AS l
         (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at,
@@ -30,6 +36,8 @@ WITH attempt AS (
                 ELSE statement_timestamp() END,
            1, $3::bigint
     FROM (SELECT pg_advisory_xact_lock(1936483695, hashtext($1::text))) AS grants_of_this_name
+    WHERE $6::bigint IS NOT NULL
+       OR NOT EXISTS (SELECT 1 FROM {locks} WHERE name IN ($8::text, $9::text) AND owner <> '')
     ON CONFLICT (name) DO UPDATE SET
         owner       = $2::text,
         host        = excluded.host,
@@ -45,12 +53,18 @@ WITH attempt AS (
        OR ($6::bigint IS NOT NULL AND l.owner = $2::text AND l.token = $6::bigint)
     RETURNING token, hold_count, CAST(owner = $2::text AS integer) AS granted, lease_seq, ttl_ms
 )
-SELECT token, hold_count, granted, 0, lease_seq, ttl_ms, granted, 0 * $7::integer,
+SELECT token, hold_count, granted, 0, lease_seq, ttl_ms, granted, 0 * $7::integer, 0,
        CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS bigint)
 FROM attempt
 UNION ALL
 SELECT token, hold_count, 0, 0, lease_seq, ttl_ms, CAST(owner = $2::text AS integer),
        0 * $7::integer,
+       CASE WHEN $6::bigint IS NULL
+            THEN CAST(EXISTS (SELECT 1 FROM {locks} WHERE name = $8::text AND owner <> '')
+                      AS integer)
+                 + 2 * CAST(EXISTS (SELECT 1 FROM {locks} WHERE name = $9::text AND owner <> '')
+                            AS integer)
+            ELSE 0 END,
        CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS bigint)
 FROM {locks}
 WHERE name = $1::text AND NOT EXISTS (SELECT 1 FROM attempt)

@@ -12,14 +12,19 @@
 -- Columns: token, hold_count, granted, created_free_row (0 here), lease_seq, ttl_ms, mine (as
 -- granted: a row that is not granted does not come back), queue_busy (0: no server-side
 -- queue here; $7, whether to defer to one, only appears so that the statement takes 7
--- parameters), server clock.
+-- parameters), deferred (0: a held-back grant returns no row), server clock.
+-- $8, $9: sqlock's own locks whose holders go first (a semaphore's queue, a shared mutex's
+-- writer gate; NULL: none): while either is held, a new grant is not attempted; as when the
+-- lock is held, no row comes back, and the caller asks which (waiters_check, in process).
 INSERT INTO {locks} AS l
     (name, owner, host, pid, strategy, token, hold_count, acquired_at, expires_at, lease_seq,
      ttl_ms)
-VALUES ($1, CASE WHEN $6 IS NULL THEN $2 ELSE '' END, $4, $5, 'unique_key',
-        (SELECT value + 1 FROM {token_counter} WHERE id = 1), 1,
-        CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER),
-        CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) + CASE WHEN $6 IS NULL THEN $3 ELSE 0 END, 1, $3)
+SELECT $1, CASE WHEN $6 IS NULL THEN $2 ELSE '' END, $4, $5, 'unique_key',
+       (SELECT value + 1 FROM {token_counter} WHERE id = 1), 1,
+       CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER),
+       CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) + CASE WHEN $6 IS NULL THEN $3 ELSE 0 END, 1, $3
+WHERE $6 IS NOT NULL
+   OR NOT EXISTS (SELECT 1 FROM {locks} WHERE name IN ($8, $9) AND owner <> '')
 ON CONFLICT (name) DO UPDATE SET
     owner       = $2,
     host        = excluded.host,
@@ -33,5 +38,5 @@ ON CONFLICT (name) DO UPDATE SET
     ttl_ms      = $3
 WHERE ($6 IS NULL AND l.owner = '' AND l.strategy <> 'select_for_update')
    OR ($6 IS NOT NULL AND l.owner = $2 AND l.token = $6)
-RETURNING token, hold_count, owner = $2, 0, lease_seq, ttl_ms, owner = $2, 0 * $7,
+RETURNING token, hold_count, owner = $2, 0, lease_seq, ttl_ms, owner = $2, 0 * $7, 0,
           CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)

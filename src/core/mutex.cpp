@@ -325,7 +325,20 @@ bool mutex::try_lock() {
     return try_lock_until_steady(std::chrono::steady_clock::time_point::min());
 }
 
+bool mutex::try_lock_deferring(const std::array<std::string_view, 2>& defer_to,
+                               unsigned& deferred) {
+    deferred = 0;
+    return try_lock_until_steady(std::chrono::steady_clock::time_point::min(), &defer_to,
+                                 &deferred);
+}
+
 bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline) {
+    return try_lock_until_steady(deadline, nullptr, nullptr);
+}
+
+bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline,
+                                  const std::array<std::string_view, 2>* defer_to,
+                                  unsigned* deferred) {
     auto& impl = *m_impl;
     const std::string owner = owner_id();
     const detail::lock_request req{impl.m_name, owner, impl.m_options.ttl};
@@ -368,8 +381,10 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
     auto& db = impl.db();
     db.require_schema(); // a clear "run sqlock migrate" instead of a failing statement
     impl.release_leftover();
-    const detail::lock_request request{impl.m_name, owner, impl.m_options.ttl,
-                                       impl.m_last_token.load(std::memory_order_relaxed)};
+    detail::lock_request request{impl.m_name, owner, impl.m_options.ttl,
+                                 impl.m_last_token.load(std::memory_order_relaxed)};
+    if (defer_to)
+        request.defer_to = *defer_to;
     const bool server_waits = impl.m_strategy->waits_server_side();
     // Threads of this process waiting for the same name queue here, so only one of them at a
     // time asks the database (and holds a connection for it).
@@ -438,6 +453,7 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         db.count_acquire_attempt();
         const auto seen = db.wakeups().generation(impl.m_name);
         attempts.waited = false;
+        attempts.deferred = 0;
         if (wait_session && (detail::seat_session(attempts) || !(*wait_session)->usable()))
             wait_session.reset(); // a seat took over (or it broke): one connection at a time
         try {
@@ -501,6 +517,13 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
                 refused = false;
             }
             failed = true;
+        }
+        if (attempts.deferred != 0) {
+            // Held back for someone who goes first: the caller (a permit pool) decides what
+            // to do about that; asking this lock again would only be held back again.
+            if (deferred)
+                *deferred = attempts.deferred;
+            return false;
         }
         // Asked before joining (the queue was idle) and not granted: into the line now, so
         // that no later attempt overtakes those who queued meanwhile.

@@ -53,8 +53,9 @@ permit_pool::permit_pool(database db, std::string name, std::int64_t count,
             reserved_name(m_name, std::string(role) + " " + std::to_string(k)),
             permit_options(role, k)));
     mutex_options queue = m_options;
-    // A lease, whatever the permits' strategy: newcomers read it to see whether anyone waits
-    // (who_waits), and PostgreSQL serves its waiters in order in the server.
+    // A lease, whatever the permits' strategy: a newcomer's permit acquire looks at its row to
+    // see whether anyone waits (lock_request::defer_to), and PostgreSQL and MariaDB serve its
+    // waiters in order in the server.
     queue.strategy = strategy::unique_key;
     queue.renew = true; // a head that waits longer than a TTL keeps its place
     queue.on_lost = nullptr;
@@ -80,43 +81,34 @@ std::optional<std::size_t> permit_pool::held_by_me() const {
     return it->second;
 }
 
-permit_pool::waiters permit_pool::who_waits() const {
-    const std::string_view queue = m_queue->name();
-    const std::string_view gate = m_gate ? std::string_view(m_gate->name()) : queue;
-    waiters w;
-    if (db().kind() == backend_kind::sqlite) {
-        // A waiter for the queue may still be in SQLite's busy handler, its row not written,
-        // while a releaser asking again keeps winning the one write lock (all but 1 % of the
-        // grants went straight back to the releaser): its place in the queue lock's line
-        // (fair_queue.hpp) shows at once. Not so for the writer gate: readers that saw a
-        // writer pass through the gate themselves (lock, unlock), so its line is busy with
-        // readers too, and readers that looked at it sent each other through the gate again
-        // and again (8 `sqlock run --shared/--exclusive` on SQLite: readers stuck for 60 s).
-        // The gate row says whether a writer holds or waits for it.
-        w.queue = someone_in_line(queue_file_for(db().lock_file_for(queue)));
-        if (w.queue && !m_gate)
-            return w; // nothing more the rows could say
-    }
-    for (const auto& r : db().run(statement::waiters_check, {queue, gate}).rows) {
-        const auto name = r.at(0).value_or("");
-        w.queue |= name == queue;
-        w.gate |= m_gate && name == gate;
-    }
-    return w;
+bool permit_pool::someone_queues_locally() const {
+    // A waiter for the queue may still be in SQLite's busy handler, its row not written,
+    // while a releaser asking again keeps winning the one write lock (all but 1 % of the
+    // grants went straight back to the releaser): its place in the queue lock's line
+    // (fair_queue.hpp) shows at once. Not so for the writer gate: readers that saw a writer
+    // pass through the gate themselves (lock, unlock), so its line is busy with readers too,
+    // and readers that looked at it sent each other through the gate again and again (8
+    // `sqlock run --shared/--exclusive` on SQLite: readers stuck for 60 s). The gate row says
+    // whether a writer holds or waits for it.
+    return db().kind() == backend_kind::sqlite &&
+           someone_in_line(queue_file_for(db().lock_file_for(m_queue->name())));
 }
 
-std::optional<std::size_t> permit_pool::one_round() {
+permit_pool::round permit_pool::one_round(const std::array<std::string_view, 2>& defer_to) {
     // From a random permit: concurrent askers spread out, and an uncontended acquire is one
-    // statement.
+    // statement (which also looks at the locks in `defer_to`).
     thread_local std::mt19937_64 rng{std::random_device{}()};
     const std::size_t n = m_permits.size();
     const std::size_t start = static_cast<std::size_t>(rng() % n);
     for (std::size_t i = 0; i < n; ++i) {
         const std::size_t k = (start + i) % n;
-        if (m_permits[k]->try_lock())
-            return k;
+        unsigned deferred = 0;
+        if (m_permits[k]->try_lock_deferring(defer_to, deferred))
+            return {k, 0};
+        if (deferred != 0)
+            return {std::nullopt, deferred}; // the same for every permit: no use asking on
     }
-    return std::nullopt;
+    return {};
 }
 
 mutex_options permit_pool::permit_options(std::string_view role, std::int64_t k) const {
@@ -167,31 +159,46 @@ bool permit_pool::acquire(std::chrono::steady_clock::time_point deadline) {
         const auto seen = database.wakeups().generation(m_wake_name);
         try {
             // A caller with time to wait takes no permit past the queue's waiters: it queues
-            // when someone already does (or when its last acquire had to), else after a round
-            // found every permit taken. Only a try-acquire asks without looking (except past
-            // a writer's gate, which it never passes).
-            const bool look = m_gate || (can_wait && !place.queue && !tried && !m_contended);
-            const waiters w = look ? who_waits() : waiters{};
-            if (w.gate) {
+            // when its last acquire had to, or after a round found every permit taken, or
+            // when the round finds someone in the queue (the permits' acquire statements look
+            // at the queue lock: one round trip when nobody waits). Only a try-acquire asks
+            // without looking (except past a writer's gate, which it never passes).
+            const bool queue_now = can_wait && !place.queue && (tried || m_contended);
+            const bool look = can_wait && !place.queue && !queue_now;
+            std::array<std::string_view, 2> defer_to{};
+            if (look)
+                defer_to[0] = m_queue->name();
+            if (m_gate)
+                defer_to[1] = m_gate->name();
+            round r;
+            if (queue_now || (look && someone_queues_locally())) {
+                r.deferred = 1; // queue without asking the permits first
+            } else {
+                const route_scope via_listener(database, listener ? &**listener : nullptr);
+                r = one_round(defer_to);
+            }
+            if (r.granted) {
+                {
+                    std::lock_guard lock(m_state_mutex);
+                    m_held[std::this_thread::get_id()] = *r.granted;
+                }
+                m_contended.store(tried);
+                return true;
+            }
+            if (r.deferred & 2) {
                 // A writer holds or waits for the gate: it goes first.
                 if (!can_wait || !m_gate->try_lock_until_steady(deadline))
                     return false;
                 m_gate->unlock();
                 continue;
             }
-            if (can_wait && !place.queue && (tried || m_contended || w.queue)) {
+            if (r.deferred & 1) {
+                // Someone waits for a permit (or our last acquire had to): into the queue,
+                // then a round at once.
                 if (!m_queue->try_lock_until_steady(deadline))
                     return false;
                 place.queue = m_queue.get();
-            }
-            const route_scope via_listener(database, listener ? &**listener : nullptr);
-            if (const auto k = one_round()) {
-                {
-                    std::lock_guard lock(m_state_mutex);
-                    m_held[std::this_thread::get_id()] = *k;
-                }
-                m_contended.store(tried);
-                return true;
+                continue;
             }
         } catch (const error& e) {
             // As mutex::lock(): a full server is waited out, other retryable trouble retried

@@ -13,6 +13,7 @@
 
 #include "sqlock/mutex.hpp"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -78,14 +79,18 @@ public:
 
 private:
     database_impl& db() const;
-    struct waiters {
-        bool queue = false; ///< someone holds the queue lock: waits for a permit
-        bool gate = false;  ///< a writer holds or waits for the gate
+    /// SQLite: someone is in the queue lock's line (fair_queue.hpp), so a caller that may
+    /// wait queues too. False elsewhere.
+    bool someone_queues_locally() const;
+    struct round {
+        std::optional<std::size_t> granted; ///< the permit taken
+        /// Not asked on: bit 0, someone holds the queue (waits for a permit); bit 1, a writer
+        /// holds or waits for the gate (mutex::try_lock_deferring).
+        unsigned deferred = 0;
     };
-    /// Reads who waits (one primary-key lookup of the queue and gate rows).
-    waiters who_waits() const;
-    /// One try at each permit, from a random one; the permit granted, or nullopt.
-    std::optional<std::size_t> one_round();
+    /// One try at each permit, from a random one, each held back while another owner holds
+    /// a lock in `defer_to` ([0] the queue, [1] the gate; empty: not looked at).
+    round one_round(const std::array<std::string_view, 2>& defer_to);
     mutex_options permit_options(std::string_view role, std::int64_t k) const;
 
     database m_db;

@@ -32,8 +32,9 @@ public:
             lease_lost(event);
         };
         mutex_options gate = inner;
-        // A lease whatever the permits' strategy: readers read its row to see that a writer
-        // holds or waits (waiters_check); a select_for_update row shows no holder. It only
+        // A lease whatever the permits' strategy: a reader's permit acquire looks at its row
+        // to see that a writer holds or waits (lock_request::defer_to); a select_for_update
+        // row shows no holder. It only
         // orders readers behind writers (exclusion rests on the permits), and it is renewed
         // where the permits live with their sessions, so that a long write keeps it.
         gate.strategy = strategy::unique_key;

@@ -30,11 +30,13 @@ namespace sqlock::detail {
 
 enum class statement : std::size_t {
     acquire_unique_key, ///< $1 name $2 owner $3 ttl_ms $4 host $5 pid $6 held token|NULL
-                        ///<   $7 defer to the server-side queue (0/1)
+                        ///<   $7 defer to the server-side queue (0/1) $8 $9 names whose
+                        ///<   holders go first (lock_request::defer_to; NULL: none)
                         ///<   -> 0 or 1 row (token, hold_count, granted, created_free_row,
-                        ///<   lease_seq, ttl_ms, mine, queue_busy); not granted: the current
-                        ///<   row, or none (then inspect_lock; with $7 = 1 where waiters
-                        ///<   queue: held back for a queued waiter)
+                        ///<   lease_seq, ttl_ms, mine, queue_busy, deferred); not granted:
+                        ///<   the current row, or none (then inspect_lock; with $7 = 1 where
+                        ///<   waiters queue: held back for a queued waiter; with $8/$9 where
+                        ///<   deferred is always 0: perhaps held back for them)
     release_lease,      ///< $1 name $2 owner $3 token -> affected rows
     release_decrement,  ///< $1 name $2 owner $3 token $4 current hold count -> affected rows
     inspect_lock,       ///< $1 name -> 0..1 row (owner, token, hold_count, expires_in_ms, strategy,
@@ -75,8 +77,8 @@ enum class statement : std::size_t {
                     ///<   take the name's queue lock
     uk_queue_leave, ///< $1 name: give it up
     // optimistic_version (pool):
-    ov_read,     ///< $1 name -> 0..1 row (token, owner, hold_count, held, lease_seq, ttl_ms,
-                 ///< queue_busy)
+    ov_read,     ///< $1 name $2 $3 names whose holders go first (NULL: none) -> 0..1 row
+                 ///< (token, owner, hold_count, held, lease_seq, ttl_ms, queue_busy, deferred)
     ov_create,   ///< $1 name: create a free row if missing (never fails on a race)
     ov_acquire,  ///< $1 name $2 owner $3 ttl_ms $4 host $5 pid $6 version read -> (token) |
                  ///< read-back
@@ -119,8 +121,10 @@ enum class statement : std::size_t {
     topology,          ///< -> 1 row (read_only, replicas, synchronous, cluster_nodes, server),
                        ///<   run on every new connection (DESIGN §9)
     galera_session,    ///< session settings for a Galera node, run after `topology` found one
-    waiters_check,     ///< $1 name $2 name -> rows (name) of the two whose lease is held: a
-                       ///<   semaphore's queue and a shared mutex's writer gate
+    waiters_check,     ///< $1 name $2 name (either may be NULL) -> rows (name) of the two
+                       ///<   whose lease is held: a semaphore's queue and a shared mutex's
+                       ///<   writer gate (lock_request::defer_to), where the acquire's reply
+                       ///<   cannot say
     count_
 };
 

@@ -38,16 +38,23 @@ struct version_row {
     /// Another session holds the name's queue lock: someone waits in line (MariaDB; always
     /// false elsewhere, see ov_read.sql).
     bool queue_busy = false;
+    /// Which locks of lock_request::defer_to someone holds (attempt_state::deferred).
+    unsigned deferred = 0;
 };
 
-std::optional<version_row> read_row(database_impl& db, std::string_view name) {
-    const auto res = db.run(statement::ov_read, {name});
+/// The row of `name`; with `defer` (an acquire's request), also which of its defer_to locks
+/// are held, in the same statement.
+std::optional<version_row> read_row(database_impl& db, std::string_view name,
+                                    const lock_request* defer = nullptr) {
+    const auto res = db.run(statement::ov_read, {name, defer ? defer->defer_param(0) : nullptr,
+                                                 defer ? defer->defer_param(1) : nullptr});
     if (res.rows.empty())
         return std::nullopt;
     const auto& r = res.rows.front();
-    return version_row{column_int(r.at(0)),      r.at(1).value_or(""), column_int(r.at(2)),
-                       column_int(r.at(3)) == 1, column_int(r.at(4)),  column_int(r.at(5)),
-                       column_int(r.at(6)) == 1};
+    return version_row{column_int(r.at(0)),      r.at(1).value_or(""),
+                       column_int(r.at(2)),      column_int(r.at(3)) == 1,
+                       column_int(r.at(4)),      column_int(r.at(5)),
+                       column_int(r.at(6)) == 1, static_cast<unsigned>(column_int(r.at(7)))};
 }
 
 [[noreturn]] void throw_lost(const database_impl& db, const lock_request& req,
@@ -120,10 +127,10 @@ public:
     std::optional<grant> attempt(database_impl& db, const lock_request& req, attempt_state& state,
                                  bool defer) {
         drop_if_stale(db, req, state); // a holder that stopped renewing for its whole TTL
-        auto row = read_row(db, req.name);
+        auto row = read_row(db, req.name, &req);
         if (!row) {
             db.run(statement::ov_create, {req.name});
-            row = read_row(db, req.name);
+            row = read_row(db, req.name, &req);
             if (!row)
                 return std::nullopt; // created and reaped at once: try again later
         }
@@ -132,6 +139,10 @@ public:
         // TTL; owner ids name one mutex object and thread, so no other lock() made it.
         if (row->held && row->owner == req.owner && row->token > req.last_token)
             return adopt_lost_grant(db, req, row->token, row->hold_count);
+        if (row->deferred != 0) { // someone who goes first (req.defer_to) holds or waits
+            state.deferred = row->deferred;
+            return std::nullopt;
+        }
         if (row->held) { // someone holds it: watch its lease
             note_sighting(state, row->token, row->lease_seq, std::chrono::milliseconds(row->ttl_ms),
                           req.ttl);

@@ -32,6 +32,20 @@ bool drop_if_stale(database_impl& db, const lock_request& req, attempt_state& st
                .affected_rows > 0;
 }
 
+unsigned held_defer_locks(database_impl& db, const lock_request& req) {
+    if (!req.defers())
+        return 0;
+    unsigned held = 0;
+    for (const auto& r :
+         db.run(statement::waiters_check, {req.defer_param(0), req.defer_param(1)}).rows) {
+        const auto name = r.at(0).value_or("");
+        for (std::size_t k = 0; k < req.defer_to.size(); ++k)
+            if (!req.defer_to[k].empty() && name == req.defer_to[k])
+                held |= 1u << k;
+    }
+    return held;
+}
+
 grant renew_lease(database_impl& db, const lock_request& req, const grant& held) {
     auto sent = std::chrono::steady_clock::now();
     result res;

@@ -6,6 +6,7 @@
 #include "core/sighting.hpp"
 #include "sqlock/mutex.hpp"
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -55,6 +56,9 @@ struct attempt_state {
     /// Out, per attempt: the attempt itself waited its turn (in the server-side queue), so the
     /// caller tries again at once instead of sleeping.
     bool waited = false;
+    /// Out, per attempt: no grant was made because another owner holds a lock named in
+    /// lock_request::defer_to; bit k set: defer_to[k] is held. 0: not held back.
+    unsigned deferred = 0;
 };
 
 /// The session of `state`'s queue seat while it has a usable one (else nullptr): a waiter
@@ -85,7 +89,24 @@ struct lock_request {
     /// larger, so a row of ours with this token or a smaller one is an earlier grant whose
     /// release did not get through, never the outcome of this request.
     std::int64_t last_token = 0;
+    /// sqlock's own locks (a semaphore's queue, a shared mutex's writer gate) whose holders
+    /// go first: while another owner holds one, a new grant is not made at all and the
+    /// attempt reports which in attempt_state::deferred. Checked by the acquire statement
+    /// itself where it can, so that an uncontended attempt stays one round trip. Empty
+    /// entries: none. Re-entries ignore it.
+    std::array<std::string_view, 2> defer_to{};
+
+    bool defers() const noexcept { return !defer_to[0].empty() || !defer_to[1].empty(); }
+    /// defer_to[k] as a statement parameter (NULL when empty).
+    param defer_param(std::size_t k) const {
+        return defer_to[k].empty() ? param(nullptr) : param(defer_to[k]);
+    }
 };
+
+/// Which of `req.defer_to` another owner holds (a bit per entry, as attempt_state::deferred),
+/// read with waiters_check: for strategies and backends whose acquire statement cannot say.
+/// 0 when `req` defers to nothing. Throws sqlock::error.
+unsigned held_defer_locks(database_impl& db, const lock_request& req);
 
 /// Records that the lease of `req.name` was held by someone else with (token, lease_seq) in a
 /// reply received just now (ttl: the holder's TTL; 0 for rows written before schema 5, which

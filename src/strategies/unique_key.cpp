@@ -96,12 +96,14 @@ std::optional<grant> adopt_or_note(database_impl& db, const lock_request& req, c
 
 /// The acquire statement for `req` (held_token: re-entry), as a batch item. `defer`: hold a
 /// new grant back while another session holds the name's queue lock (a waiter is in line);
-/// where a backend does so (MariaDB), such an acquire returns no row.
+/// where a backend does so (MariaDB), such an acquire returns no row. A new grant is held
+/// back too while a lock in req.defer_to is held (see acquire_statement).
 batch_item acquire_item(const lock_request& req, param held_token, bool defer) {
     const auto& me = this_process();
     return {statement::acquire_unique_key,
             {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
-             std::string_view(me.host), me.pid, held_token, std::int64_t{defer ? 1 : 0}}};
+             std::string_view(me.host), me.pid, held_token, std::int64_t{defer ? 1 : 0},
+             req.defer_param(0), req.defer_param(1)}};
 }
 
 /// The grant in acquire_unique_key's reply, if it granted. A grant made while another session
@@ -259,12 +261,26 @@ private:
         for (int attempt = 0;; ++attempt) {
             const auto sent = std::chrono::steady_clock::now();
             const auto& me = this_process();
-            const auto res = db.run(
-                statement::acquire_unique_key,
-                {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
-                 std::string_view(me.host), me.pid, held_token, std::int64_t{defer ? 1 : 0}});
+            const auto res =
+                db.run(statement::acquire_unique_key,
+                       {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
+                        std::string_view(me.host), me.pid, held_token, std::int64_t{defer ? 1 : 0},
+                        req.defer_param(0), req.defer_param(1)});
             if (auto g = granted(res, sent, req.ttl, state))
                 return g;
+            const bool reentry = !std::holds_alternative<std::nullptr_t>(held_token);
+            if (state && !reentry && req.defers()) {
+                // Held back for a lock in req.defer_to: PostgreSQL's reply says so; the other
+                // backends return no row then (as SQLite does for a held lock too), and only
+                // then is it worth asking.
+                const unsigned held = res.rows.empty()
+                                          ? held_defer_locks(db, req)
+                                          : static_cast<unsigned>(column_int(res.rows[0].at(8)));
+                if (held != 0) {
+                    state->deferred = held;
+                    return std::nullopt;
+                }
+            }
             if (defer && res.rows.empty()) {
                 // Held back: someone waits in the server-side queue (defer is only asked where
                 // waiters queue, and there an acquire otherwise always returns the row).
@@ -273,7 +289,6 @@ private:
                 return std::nullopt;
             }
             const bool created_free_row = !res.rows.empty() && column_int(res.rows[0].at(3)) == 1;
-            const bool reentry = !std::holds_alternative<std::nullptr_t>(held_token);
             if (!created_free_row || attempt > 0 || reentry) {
                 if (!reentry && !created_free_row)
                     return adopt_or_note(db, req, res, state);
