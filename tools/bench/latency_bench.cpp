@@ -154,7 +154,8 @@ void add_sqlock_variants(variant_list& out, backend b, const std::string& url) {
             if (const std::string e = sem->last_error(); !e.empty())
                 throw std::runtime_error("sqlock release: " + e);
         });
-    // ... and a shared_mutex's shared lock + unlock (a reader: the gate read, then a permit).
+    // ... and a shared_mutex's shared lock + unlock (a reader permit, whose acquire statement
+    // also looks at the writer gate).
     auto rw = std::make_shared<sqlock::shared_mutex>(db, lock_name("sqlock", "shared_mutex"));
     add(out, b, "shared_mutex", "sqlock", "sqlock::shared_mutex shared (16 readers, unique_key)",
         "lock_shared() + unlock_shared()", [rw] {
