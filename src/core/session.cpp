@@ -38,7 +38,22 @@ bool same_as_remembered(const param& p, const std::optional<std::string>& stored
     return *stored == "NULL";
 }
 
+thread_local std::optional<std::chrono::milliseconds> t_busy_wait_limit;
+
 } // namespace
+
+busy_wait_limit::busy_wait_limit(std::chrono::milliseconds limit) noexcept
+    : m_outer(t_busy_wait_limit) {
+    t_busy_wait_limit = limit;
+}
+
+busy_wait_limit::~busy_wait_limit() {
+    t_busy_wait_limit = m_outer;
+}
+
+std::optional<std::chrono::milliseconds> busy_wait_limit::current() noexcept {
+    return t_busy_wait_limit;
+}
 
 bool session::needs_sending(statement id, std::span<const param> params) {
     if (m_catalog.is_noop(id))

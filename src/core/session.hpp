@@ -51,6 +51,26 @@ struct batch_item {
 /// A catalog statement whose SQL file holds only comments is a no-op for that backend (for
 /// example MariaDB's fu_begin: its lock sessions run with autocommit off); execute() returns
 /// an empty result without contacting the server.
+/// While alive, the statements this thread sends through pooled sessions wait at most `limit`
+/// for a write lock another connection holds on the whole database (SQLite's busy handler)
+/// instead of connect_timeout; past it they fail with errc::timeout (retryable). For a caller
+/// with a fairer place to wait: SQLite's busy handler sleeps and retries, so a process that
+/// writes back to back (a releaser asking again at once) can keep it out for seconds, while
+/// the name's waiter queue (fair_queue.hpp) puts that process behind. Backends without a
+/// database-wide write lock ignore it. Scopes nest; the innermost one counts.
+class busy_wait_limit {
+public:
+    explicit busy_wait_limit(std::chrono::milliseconds limit) noexcept;
+    ~busy_wait_limit();
+    busy_wait_limit(const busy_wait_limit&) = delete;
+    busy_wait_limit& operator=(const busy_wait_limit&) = delete;
+    /// The calling thread's innermost limit, if any.
+    static std::optional<std::chrono::milliseconds> current() noexcept;
+
+private:
+    std::optional<std::chrono::milliseconds> m_outer;
+};
+
 class session {
 public:
     explicit session(const sql_catalog& catalog) : m_catalog(catalog) {}

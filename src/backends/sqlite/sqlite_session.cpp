@@ -87,7 +87,7 @@ public:
         const auto busy_ms =
             std::min<long long>(config.connect_timeout.count(), std::numeric_limits<int>::max());
         sqlite3_busy_timeout(m_db.get(), static_cast<int>(busy_ms));
-        m_commit_busy_ms = m_busy_ms = static_cast<int>(busy_ms);
+        m_applied_busy_ms = m_commit_busy_ms = m_busy_ms = static_cast<int>(busy_ms);
         if (lock_holder) {
             m_lock_holder = true;
             // fu_wait sets how long BEGIN IMMEDIATE waits for the lock file, from SQL.
@@ -112,6 +112,17 @@ public:
 protected:
     result do_execute(statement id, std::span<const param> params) override {
         const auto turn = take_turn();
+        if (!m_lock_holder) {
+            // The caller's busy_wait_limit, if any (a lock file's waits are set by fu_wait).
+            const auto limit = busy_wait_limit::current();
+            const int busy_ms =
+                limit ? static_cast<int>(std::min<long long>(limit->count(), m_busy_ms))
+                      : m_busy_ms;
+            if (busy_ms != m_applied_busy_ms) {
+                sqlite3_busy_timeout(m_db.get(), busy_ms);
+                m_applied_busy_ms = busy_ms;
+            }
+        }
         sqlite3_stmt* stmt = prepared(id);
         sqlite3_reset(stmt);
         sqlite3_clear_bindings(stmt);
@@ -322,6 +333,7 @@ private:
     bool m_lock_holder = false;         ///< a session on a name's lock file
     int m_busy_ms = 0;                  ///< the busy timeout set last (sqlock_busy_timeout)
     int m_commit_busy_ms = 0;           ///< a lock file's COMMIT waits this long (connect_timeout)
+    int m_applied_busy_ms = 0;          ///< a pooled session's busy timeout now (busy_wait_limit)
 
     /// The in-process turn for one autocommit statement (none inside an explicit
     /// transaction, whose BEGIN IMMEDIATE already holds SQLite's write lock).
