@@ -109,6 +109,26 @@ std::string unique_name(const std::string& base) {
     return base + "-" + std::to_string(rng() % 1'000'000'000);
 }
 
+void check_costs_like_a_mutex(const std::function<void()>& take, const std::function<void()>& give,
+                              int rounds) {
+    const auto& impl = *db().impl();
+    const auto sent_by = [&](const std::function<void()>& f) {
+        const auto before = impl.statements_sent();
+        f();
+        return impl.statements_sent() - before;
+    };
+    sqlock::mutex m(db(), unique_name("cost-of-a-mutex"), opts());
+    m.lock(); // the first use of a name creates its row, on some backends in a statement of its own
+    m.unlock();
+    const auto lock = sent_by([&] { m.lock(); });
+    const auto unlock = sent_by([&] { m.unlock(); });
+    CHECK(lock >= 1);
+    for (int i = 0; i < rounds; ++i) {
+        CHECK(sent_by(take) == lock);
+        CHECK(sent_by(give) == unlock);
+    }
+}
+
 std::optional<sqlock::lock_info> row_of(const std::string& name) {
     for (auto& info : db().list())
         if (info.name == name)

@@ -1,7 +1,6 @@
 // sqlock::semaphore on every backend and strategy: at most N holders, each permit a lock of its
 // own (token, loss, takeover), fair waiting, and the CLI's `run --permits`.
 #include "backend_fixture.hpp"
-#include "core/database_impl.hpp"
 
 #include <atomic>
 #include <doctest/doctest.h>
@@ -292,13 +291,11 @@ TEST_SUITE("semaphore_lease") { // unique_key, optimistic_version
     TEST_CASE("an uncontended acquire and release send what a mutex's lock and unlock send") {
         // The permit's own acquire statement looks for waiters in the queue: no extra round
         // trip before it (issue 14: one round trip per uncontended acquire with unique_key).
-        const auto& impl = *db().impl();
-        sqlock::mutex m(db(), unique_name("sem-budget-mutex"), opts());
         const auto name = unique_name("sem-budget");
         semaphore s(db(), name, 3, opts());
         {
             // Each name's first use creates its row, on some backends in a statement of its
-            // own: every permit once, and the mutex.
+            // own: every permit once.
             semaphore t(db(), name, 3, opts()), u(db(), name, 3, opts());
             REQUIRE(s.try_acquire());
             REQUIRE(t.try_acquire());
@@ -306,27 +303,8 @@ TEST_SUITE("semaphore_lease") { // unique_key, optimistic_version
             s.release();
             t.release();
             u.release();
-            m.lock();
-            m.unlock();
         }
-        const auto sent = [&] {
-            return impl.statements_sent();
-        };
-        auto before = sent();
-        m.lock();
-        const auto mutex_lock = sent() - before;
-        before = sent();
-        m.unlock();
-        const auto mutex_unlock = sent() - before;
-        CHECK(mutex_lock >= 1);
-        for (int i = 0; i < 3; ++i) {
-            before = sent();
-            s.acquire();
-            CHECK(sent() - before == mutex_lock);
-            before = sent();
-            s.release();
-            CHECK(sent() - before == mutex_unlock);
-        }
+        test::check_costs_like_a_mutex([&] { s.acquire(); }, [&] { s.release(); });
     }
 
     TEST_CASE("a permit lost to a force release is signalled, and never resurrected") {
