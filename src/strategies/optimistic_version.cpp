@@ -18,8 +18,9 @@
 // unique_key's waiters do (strategies/queue_seat.hpp), and only the head of the line reads and
 // compares-and-sets; its grant keeps the queue lock until the release, which then hands it to
 // the next in line. Without it a releaser asking again won most grants (handoff at 4
-// processes: fairness 1.93 on PostgreSQL, 7.51 on MariaDB). On MariaDB a lock() that could
-// queue also leaves a free row to someone in line (ov_read's queue_busy). The row stays the
+// processes: fairness 1.93 on PostgreSQL, 7.51 on MariaDB). A lock() that could queue also
+// leaves a free row to someone in line (ov_read's queue_busy; on PostgreSQL a releaser asking
+// again at once otherwise beat the head, woken by NOTIFY, for seconds). The row stays the
 // lock: a lost seat costs time, never safety.
 #include "core/owner.hpp"
 #include "strategies/queue_seat.hpp"
@@ -35,8 +36,8 @@ struct version_row {
     bool held = false; ///< someone owns it (its lease may look expired: clocks step)
     std::int64_t lease_seq = 0;
     std::int64_t ttl_ms = 0;
-    /// Another session holds the name's queue lock: someone waits in line (MariaDB; always
-    /// false elsewhere, see ov_read.sql).
+    /// Another session holds the name's queue lock: someone waits in line (PostgreSQL,
+    /// MariaDB; always false on SQLite, see ov_read.sql).
     bool queue_busy = false;
     /// Which locks of lock_request::defer_to someone holds (attempt_state::deferred).
     unsigned deferred = 0;
