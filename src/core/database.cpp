@@ -134,6 +134,10 @@ void database_impl::rethrow_with_context(const error& e) const {
 }
 
 result database_impl::run(statement id, std::initializer_list<param> params) {
+    return run(id, std::span<const param>(params.begin(), params.size()));
+}
+
+result database_impl::run(statement id, std::span<const param> params) {
     try {
         if (session* routed = route_scope::current(*this)) {
             m_statements_sent.fetch_add(1, std::memory_order_relaxed);

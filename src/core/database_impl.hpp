@@ -120,6 +120,8 @@ public:
     /// turns out to be dead before anything was sent is replaced transparently; a missing
     /// table is reported as errc::schema_missing with a "run sqlock migrate" hint.
     result run(statement id, std::initializer_list<param> params);
+    /// The same, for parameters built elsewhere (a batch_item's).
+    result run(statement id, std::span<const param> params);
 
     /// A release statement `id` with an asynchronous commit where the backend has one
     /// (PostgreSQL: BEGIN, synchronous_commit = off, the statement, COMMIT, pipelined: one round

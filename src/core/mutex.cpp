@@ -459,10 +459,6 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         try {
             const detail::route_scope via_wait_session(db,
                                                        wait_session ? &**wait_session : nullptr);
-            // A queued caller waits in SQLite's busy handler (a sleep-and-retry loop) only
-            // briefly: it waits for the holder byte in the kernel instead, below. Not "none":
-            // the lock session keeps that busy timeout for the hold, and a COMMIT with none
-            // failed as "database is locked" while the next in line was trying the lock file.
             // Asking before joining SQLite's queue (nobody was in line): briefly. In SQLite's
             // busy handler a process that releases and asks again at once kept this caller out
             // for over a second (1 run in 100 of fair_sqlite's churn test); not granted within
@@ -470,6 +466,11 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
             std::optional<detail::busy_wait_limit> asking_first;
             if (ticket && !ticket->joined())
                 asking_first.emplace(detail::fair_queue_server_wait);
+            // A queued caller waits in SQLite's busy handler (a sleep-and-retry loop) only
+            // briefly for the lock file (select_for_update): it waits for the holder byte in
+            // the kernel instead, below. Not "none": the lock session keeps that busy timeout
+            // for the hold, and a COMMIT with none failed as "database is locked" while the
+            // next in line was trying the lock file.
             auto budget = detail::wait_budget(deadline);
             if (ticket &&
                 (budget == detail::server_wait::forever || budget > detail::fair_queue_server_wait))

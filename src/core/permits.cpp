@@ -167,12 +167,12 @@ bool permit_pool::acquire(std::chrono::steady_clock::time_point deadline) {
             const bool look = can_wait && !place.queue && !queue_now;
             std::array<std::string_view, 2> defer_to{};
             if (look)
-                defer_to[0] = m_queue->name();
+                defer_to[defer_queue] = m_queue->name();
             if (m_gate)
-                defer_to[1] = m_gate->name();
+                defer_to[defer_gate] = m_gate->name();
             round r;
             if (queue_now || (look && someone_queues_locally())) {
-                r.deferred = 1; // queue without asking the permits first
+                r.deferred = 1u << defer_queue; // queue without asking the permits first
             } else {
                 const route_scope via_listener(database, listener ? &**listener : nullptr);
                 r = one_round(defer_to);
@@ -185,14 +185,14 @@ bool permit_pool::acquire(std::chrono::steady_clock::time_point deadline) {
                 m_contended.store(tried);
                 return true;
             }
-            if (r.deferred & 2) {
+            if (r.deferred_to(defer_gate)) {
                 // A writer holds or waits for the gate: it goes first.
                 if (!can_wait || !m_gate->try_lock_until_steady(deadline))
                     return false;
                 m_gate->unlock();
                 continue;
             }
-            if (r.deferred & 1) {
+            if (r.deferred_to(defer_queue)) {
                 // Someone waits for a permit (or our last acquire had to): into the queue,
                 // then a round at once.
                 if (!m_queue->try_lock_until_steady(deadline))

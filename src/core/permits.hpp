@@ -82,14 +82,19 @@ private:
     /// SQLite: someone is in the queue lock's line (fair_queue.hpp), so a caller that may
     /// wait queues too. False elsewhere.
     bool someone_queues_locally() const;
+    /// lock_request::defer_to's entries (and attempt_state::deferred's bits): [0] the queue,
+    /// [1] the writer gate.
+    static constexpr std::size_t defer_queue = 0;
+    static constexpr std::size_t defer_gate = 1;
     struct round {
         std::optional<std::size_t> granted; ///< the permit taken
-        /// Not asked on: bit 0, someone holds the queue (waits for a permit); bit 1, a writer
-        /// holds or waits for the gate (mutex::try_lock_deferring).
+        /// Not asked on: bit defer_queue, someone holds the queue (waits for a permit); bit
+        /// defer_gate, a writer holds or waits for the gate (mutex::try_lock_deferring).
         unsigned deferred = 0;
+        bool deferred_to(std::size_t which) const noexcept { return (deferred >> which) & 1u; }
     };
     /// One try at each permit, from a random one, each held back while another owner holds
-    /// a lock in `defer_to` ([0] the queue, [1] the gate; empty: not looked at).
+    /// a lock in `defer_to` ([defer_queue], [defer_gate]; empty: not looked at).
     round one_round(const std::array<std::string_view, 2>& defer_to);
     mutex_options permit_options(std::string_view role, std::int64_t k) const;
 

@@ -41,16 +41,6 @@ struct batch_item {
     std::vector<param> params;
 };
 
-/// One database connection. Not thread-safe: a session is used by one thread at a time
-/// (the pool hands it out exclusively, or a held lock pins it).
-///
-/// Every method reports failure by throwing sqlock::error with the backend's native code
-/// translated (see each backend's error table). After an errc::connection error the session
-/// reports usable() == false and the pool discards it.
-///
-/// A catalog statement whose SQL file holds only comments is a no-op for that backend (for
-/// example MariaDB's fu_begin: its lock sessions run with autocommit off); execute() returns
-/// an empty result without contacting the server.
 /// While alive, the statements this thread sends through pooled sessions wait at most `limit`
 /// for a write lock another connection holds on the whole database (SQLite's busy handler)
 /// instead of connect_timeout; past it they fail with errc::timeout (retryable). For a caller
@@ -71,6 +61,16 @@ private:
     std::optional<std::chrono::milliseconds> m_outer;
 };
 
+/// One database connection. Not thread-safe: a session is used by one thread at a time
+/// (the pool hands it out exclusively, or a held lock pins it).
+///
+/// Every method reports failure by throwing sqlock::error with the backend's native code
+/// translated (see each backend's error table). After an errc::connection error the session
+/// reports usable() == false and the pool discards it.
+///
+/// A catalog statement whose SQL file holds only comments is a no-op for that backend (for
+/// example MariaDB's fu_begin: its lock sessions run with autocommit off); execute() returns
+/// an empty result without contacting the server.
 class session {
 public:
     explicit session(const sql_catalog& catalog) : m_catalog(catalog) {}

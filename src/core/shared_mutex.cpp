@@ -34,9 +34,9 @@ public:
         mutex_options gate = inner;
         // A lease whatever the permits' strategy: a reader's permit acquire looks at its row
         // to see that a writer holds or waits (lock_request::defer_to); a select_for_update
-        // row shows no holder. It only
-        // orders readers behind writers (exclusion rests on the permits), and it is renewed
-        // where the permits live with their sessions, so that a long write keeps it.
+        // row shows no holder. It only orders readers behind writers (exclusion rests on the
+        // permits), and it is renewed where the permits live with their sessions, so that a
+        // long write keeps it.
         gate.strategy = strategy::unique_key;
         gate.renew = options.renew || options.strategy == strategy::select_for_update;
         gate.on_lost = [this, name](const lock_lost_event& event) {

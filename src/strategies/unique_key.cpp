@@ -260,12 +260,8 @@ private:
         // then takes that row.
         for (int attempt = 0;; ++attempt) {
             const auto sent = std::chrono::steady_clock::now();
-            const auto& me = this_process();
-            const auto res =
-                db.run(statement::acquire_unique_key,
-                       {req.name, req.owner, static_cast<std::int64_t>(req.ttl.count()),
-                        std::string_view(me.host), me.pid, held_token, std::int64_t{defer ? 1 : 0},
-                        req.defer_param(0), req.defer_param(1)});
+            const auto item = acquire_item(req, held_token, defer);
+            const auto res = db.run(item.id, item.params);
             if (auto g = granted(res, sent, req.ttl, state))
                 return g;
             const bool reentry = !std::holds_alternative<std::nullptr_t>(held_token);
