@@ -302,6 +302,10 @@ max_wal_senders = 10
 wal_keep_size = '256MB'
 wal_log_hints = on                 # for pg_rewind
 hot_standby = on
+# A standby whose primary is gone sleeps this long between attempts to fetch WAL; a promote
+# request that lands in that sleep was once served only when it ended (5 s, the default, in a
+# CI failover: crash to writable primary 5349 ms instead of ~300 ms).
+wal_retrieve_retry_interval = '100ms'
 synchronous_commit = on
 synchronous_standby_names = '$SYNC_NAMES'
 include = 'node.conf'              # port, socket dir, cluster_name
@@ -452,6 +456,7 @@ bootstrap:
         wal_log_hints: 'on'
         max_wal_senders: 10
         wal_keep_size: 256MB
+        wal_retrieve_retry_interval: 100ms
         max_connections: 200
         password_encryption: scram-sha-256
         synchronous_commit: 'on'
