@@ -23,7 +23,7 @@ class shared_mutex_impl {
 public:
     shared_mutex_impl(database db, std::string name, const mutex_options& options,
                       std::int64_t max_readers)
-        : m_ttl(options.ttl), m_user_on_lost(options.on_lost) {
+        : m_ttl(options.ttl), m_leases_renewed(options.renew), m_user_on_lost(options.on_lost) {
         validate_primitive_name(name, "shared mutex"); // before the gate's lock name is made
         mutex_options inner = options;
         // Every lease's loss comes here first: the writer's leases end its grant (told once),
@@ -80,22 +80,78 @@ public:
                 m_writer->stop.request_stop();
                 tell = !m_writer->told;
                 m_writer->told = true;
+            } else if (m_collected.count(event.token)) {
+                // A writer still collecting holds no grant to lose: it finds the loss when it
+                // confirms its leases, gives everything back and starts again.
+                tell = false;
             }
         }
         if (tell && m_user_on_lost)
             m_user_on_lost(event);
     }
 
+    /// The lease `lease` was taken by a writer that is still collecting (its loss is not told).
+    void collected(mutex& lease) {
+        const auto token = lease.token();
+        std::lock_guard lock(m_state_mutex);
+        m_collected.insert(token);
+    }
+
+    /// When the calling writer took (or last confirmed) its leases: [0] the gate, [k + 1]
+    /// permit k; not_taken for a lease it does not hold yet.
+    using taken_times = std::vector<std::chrono::steady_clock::time_point>;
+    static constexpr auto not_taken = std::chrono::steady_clock::time_point::min();
+
+    enum class collection { complete, timed_out, lease_lost };
+
+    /// Takes every reader permit for the calling thread, which holds the gate, until
+    /// `deadline`, recording each in `taken_at`. One try at every permit first: the free ones
+    /// are taken at once, and each held one is sighted now, so that the leases of a writer
+    /// that died holding them all are waited out together, not one TTL after another. Then it
+    /// waits for the rest in order. Leases that nothing renews are re-entered every ttl/3
+    /// while it waits (confirm_early_leases), so that a writer waiting longer than its TTL for
+    /// a reader keeps its gate: a second writer taking over the gate of a first that had no
+    /// permits yet, and the first doing the same in turn, could go on for many TTLs.
+    /// Throws what an acquire or re-entry throws (connection trouble); what it took stays
+    /// held (the caller gives it back).
+    collection collect_permits(std::chrono::steady_clock::time_point deadline,
+                               taken_times& taken_at) {
+        const auto take = [&](std::size_t k) {
+            taken_at[k + 1] = std::chrono::steady_clock::now();
+            collected(m_readers->permit(k));
+        };
+        const std::size_t n = m_readers->size();
+        for (std::size_t k = 0; k < n; ++k)
+            if (m_readers->permit(k).try_lock())
+                take(k);
+        for (std::size_t k = 0; k < n; ++k) {
+            while (taken_at[k + 1] == not_taken) {
+                auto until = deadline;
+                if (!m_leases_renewed && until - std::chrono::steady_clock::now() > m_ttl / 3)
+                    until = std::chrono::steady_clock::now() + m_ttl / 3;
+                if (m_readers->permit(k).try_lock_until_steady(until)) {
+                    take(k);
+                } else {
+                    if (std::chrono::steady_clock::now() >= deadline)
+                        return collection::timed_out;
+                    if (!confirm_early_leases(taken_at))
+                        return collection::lease_lost;
+                }
+            }
+        }
+        return collection::complete;
+    }
+
     /// A writer that waited for readers holds leases taken at different times; without
     /// renewal nothing extended the early ones, so the grant would start with part of their
-    /// TTL spent (or already lost). Each lease taken more than ttl/20 ago is confirmed: a
-    /// re-entry restarts it on the database and here, and its extra hold is dropped at once.
-    /// `taken_at`: [0] the gate, [k + 1] permit k. Returns false when one was lost meanwhile.
-    /// Throws what a re-entry throws otherwise (connection trouble).
-    bool confirm_early_leases(const std::vector<std::chrono::steady_clock::time_point>& taken_at) {
-        const auto now = std::chrono::steady_clock::now();
+    /// TTL spent (or already lost). Each lease in `taken_at` taken (or confirmed) more than
+    /// ttl/20 ago is confirmed: a re-entry restarts it on the database and here (and its time
+    /// in `taken_at`), and its extra hold is dropped at once. Returns false when one was lost
+    /// meanwhile. Throws what a re-entry throws otherwise (connection trouble).
+    bool confirm_early_leases(taken_times& taken_at) {
         for (std::size_t i = 0; i < taken_at.size(); ++i) {
-            if (now - taken_at[i] <= m_ttl / 20)
+            const auto now = std::chrono::steady_clock::now();
+            if (taken_at[i] == not_taken || now - taken_at[i] <= m_ttl / 20)
                 continue;
             mutex& lease = i == 0 ? *m_gate : m_readers->permit(i - 1);
             try {
@@ -107,18 +163,23 @@ public:
                 throw;
             }
             lease.unlock(); // the re-entry's hold; the grant's stays
+            taken_at[i] = now;
         }
         return true;
     }
 
-    /// Gives back the first `count` permits and the gate, held by the calling thread.
-    /// Returns the worst loss found and records failures.
-    loss_reason give_back(std::size_t count) noexcept {
+    /// Gives back the permits and the gate the calling thread holds (a writer's, complete or
+    /// not). Returns the worst loss found and records failures.
+    loss_reason give_back() noexcept {
         loss_reason worst = loss_reason::none;
         const auto note = [&](mutex& m) {
             if (m.hold_count() == 0)
                 return; // dropped already (a confirmation found it lost)
             const std::string earlier = m.last_error();
+            {
+                std::lock_guard lock(m_state_mutex);
+                m_collected.erase(m.token());
+            }
             m.unlock();
             if (m.last_loss() != loss_reason::none && worst != loss_reason::lost)
                 worst = m.last_loss();
@@ -127,7 +188,7 @@ public:
                 m_last_error = std::move(failure);
             }
         };
-        for (std::size_t k = count; k-- > 0;)
+        for (std::size_t k = m_readers->size(); k-- > 0;)
             note(m_readers->permit(k));
         note(*m_gate);
         m_readers->wake_waiters();
@@ -135,12 +196,15 @@ public:
     }
 
     std::chrono::milliseconds m_ttl;
+    bool m_leases_renewed; ///< the permits' leases are renewed (the gate's may be regardless)
     std::function<void(const lock_lost_event&)> m_user_on_lost;
     std::unique_ptr<mutex> m_gate;
     std::unique_ptr<permit_pool> m_readers;
 
     mutable std::mutex m_state_mutex; ///< guards the members below
     std::optional<writer_grant> m_writer;
+    /// Tokens of the leases writers are collecting (not yet a grant; their loss is not told).
+    std::set<std::int64_t> m_collected;
     std::optional<loss_reason> m_last_writer_loss; ///< the last exclusive grant's end
     bool m_last_was_writer = false;
     std::string m_last_error;
@@ -185,34 +249,27 @@ bool shared_mutex::try_lock_until_steady(std::chrono::steady_clock::time_point d
             return false;
         // The gate is ours: readers that come now wait for us. Take every permit, waiting for
         // the readers inside to leave; keep what we get.
-        std::vector<std::chrono::steady_clock::time_point> taken_at{
-            std::chrono::steady_clock::now()}; // [0]: the gate, [k + 1]: permit k
-        std::size_t taken = 0;
+        detail::shared_mutex_impl::taken_times taken_at(readers.size() + 1,
+                                                        detail::shared_mutex_impl::not_taken);
+        taken_at[0] = std::chrono::steady_clock::now();
+        impl.collected(*impl.m_gate);
+        auto outcome = detail::shared_mutex_impl::collection::complete;
         try {
-            for (; taken < readers.size(); ++taken) {
-                if (!readers.permit(taken).try_lock_until_steady(deadline))
-                    break;
-                taken_at.push_back(std::chrono::steady_clock::now());
-            }
+            outcome = impl.collect_permits(deadline, taken_at);
+            if (outcome == detail::shared_mutex_impl::collection::complete &&
+                !impl.confirm_early_leases(taken_at))
+                outcome = detail::shared_mutex_impl::collection::lease_lost;
         } catch (...) {
-            impl.give_back(taken);
+            impl.give_back();
             throw;
         }
-        if (taken < readers.size()) {
-            impl.give_back(taken);
-            return false;
-        }
-        try {
-            if (impl.confirm_early_leases(taken_at))
-                break;
-        } catch (...) {
-            impl.give_back(readers.size());
-            throw;
-        }
-        // A lease taken early ran out (or was taken over) while we waited for the rest: give
-        // everything back and start again.
-        impl.give_back(readers.size());
-        if (std::chrono::steady_clock::now() >= deadline)
+        if (outcome == detail::shared_mutex_impl::collection::complete)
+            break;
+        impl.give_back();
+        // Timed out; or a lease taken early ran out (or was taken over) while we waited for
+        // the rest: start again while time remains.
+        if (outcome == detail::shared_mutex_impl::collection::timed_out ||
+            std::chrono::steady_clock::now() >= deadline)
             return false;
     }
     detail::shared_mutex_impl::writer_grant grant;
@@ -224,12 +281,26 @@ bool shared_mutex::try_lock_until_steady(std::chrono::steady_clock::time_point d
     grant.token = *grant.tokens.rbegin(); // drawn last: above every earlier grant's
     {
         std::lock_guard lock(impl.m_state_mutex);
+        for (const auto token : grant.tokens)
+            impl.m_collected.erase(token);
         impl.m_writer = std::move(grant);
     }
-    // A lease lost while we were still collecting was told as a reader's: look once more.
+    // A lease lost after its last confirmation but before the grant was recorded was not
+    // told (it was being collected): the grant is born lost, and told so once.
     if (!owns_lock()) {
-        std::lock_guard lock(impl.m_state_mutex);
-        impl.m_writer->stop.request_stop();
+        const auto reason = lost_reason();
+        lock_lost_event event{name(), 0, reason == loss_reason::none ? loss_reason::lost : reason,
+                              "a lease was lost as the exclusive grant was made"};
+        bool tell = false;
+        {
+            std::lock_guard lock(impl.m_state_mutex);
+            impl.m_writer->stop.request_stop();
+            event.token = impl.m_writer->token;
+            tell = !impl.m_writer->told;
+            impl.m_writer->told = true;
+        }
+        if (tell && impl.m_user_on_lost)
+            impl.m_user_on_lost(event);
     }
     return true;
 }
@@ -247,7 +318,7 @@ void shared_mutex::unlock() noexcept {
         if (--impl.m_writer->holds > 0)
             return;
     }
-    const auto loss = impl.give_back(impl.m_readers->size());
+    const auto loss = impl.give_back();
     std::lock_guard lock(impl.m_state_mutex);
     impl.m_writer.reset();
     impl.m_last_writer_loss = loss;

@@ -3,6 +3,7 @@
 #include "backend_fixture.hpp"
 
 #include <atomic>
+#include <csignal>
 #include <doctest/doctest.h>
 #include <filesystem>
 #include <fstream>
@@ -256,6 +257,78 @@ TEST_SUITE("shared_mutex") {
         CHECK_FALSE(rw.last_error().empty());
     }
 
+    TEST_CASE("a writer without renewal keeps its place while it waits longer than its TTL") {
+        // Nothing renews its gate while a reader keeps it waiting: it re-enters what it has
+        // taken every TTL/3, so a second writer never takes the gate over (and the two never
+        // take it from each other in turn), and the first is not told of a loss: it had no
+        // grant to lose.
+        const auto name = unique_name("rw-two-writers");
+        auto reader_options = opts(1s);
+        reader_options.renew = true;
+        std::atomic<int> told{0};
+        auto writer_options = opts(1s);
+        writer_options.renew = false;
+        writer_options.on_lost = [&](const sqlock::lock_lost_event&) {
+            ++told;
+        };
+        shared_mutex reader(db(), name, reader_options, 2);
+        shared_mutex first(db(), name, writer_options, 2);
+        shared_mutex second(db(), name, writer_options, 2);
+        reader.lock_shared();
+        std::atomic<std::int64_t> first_token{0}, second_token{0};
+        std::atomic<bool> first_whole{false};
+        std::thread a([&] {
+            if (first.try_lock_for(20s)) {
+                first_token = first.token();
+                first_whole = first.owns_lock() && !first.stop_token().stop_requested();
+                first.unlock();
+            }
+        });
+        REQUIRE(test::eventually(
+            [&] {
+                const auto gate = test::row_of(name + "\x1fwriter");
+                return gate && gate->held();
+            },
+            30s));
+        std::thread b([&] {
+            if (second.try_lock_for(20s)) {
+                second_token = second.token();
+                second.unlock();
+            }
+        });
+        std::this_thread::sleep_for(2500ms); // the read goes on for 2.5 TTLs, renewed
+        reader.unlock_shared();
+        a.join();
+        b.join();
+        CHECK(first_token > 0);
+        CHECK(first_whole);
+        CHECK(second_token > first_token);
+        CHECK(told == 0);
+    }
+
+    TEST_CASE("a writer killed holding the lock is replaced within two TTLs") {
+        // Its gate and its permits are leases that nobody renews any more. The next writer
+        // waits out the gate (one TTL), then the permits together (one more), not one TTL
+        // after another (select_for_update's permits die with the killed session at once).
+        const auto name = unique_name("rw-killed-writer");
+        const auto marker = test::backend().scratch_dir + "/" + name + ".in";
+        const pid_t holder =
+            test::spawn({SQLOCK_CLI_PATH, "run", name, "--exclusive", "--max-readers", "3", "--ttl",
+                         "2s", "--strategy", std::string(sqlock::to_string(test::strategy())), "--",
+                         "sh", "-c", "touch '" + marker + "'; sleep 60"},
+                        {"SQLOCK_URL=" + test::backend().url});
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(marker); }, 30s));
+        ::kill(-holder, SIGKILL);
+        test::wait_exit(holder);
+        const auto killed = std::chrono::steady_clock::now();
+        shared_mutex writer(db(), name, opts(2s), 3);
+        const bool granted = writer.try_lock_for(30s);
+        const auto waited = std::chrono::steady_clock::now() - killed;
+        REQUIRE(granted);
+        CHECK(writer.owns_lock());
+        writer.unlock();
+        CHECK(waited < 5s); // 2 TTLs + 1 s; one TTL per lease in turn would be 8 s
+    }
 } // TEST_SUITE shared_mutex
 
 TEST_SUITE("shared_mutex_lease") { // unique_key, optimistic_version
