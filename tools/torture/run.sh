@@ -87,7 +87,7 @@ done
 if [[ ! $WRITER_SHARE =~ ^[0-9]+$ ]] || ((WRITER_SHARE > 100)); then die "--writer-share wants 0-100"; fi
 [[ $WORKER_MODE =~ ^(lock|leader)$ || $CONTROL == none ]] ||
   die "--control: the negative controls run in lock mode"
-[[ $WORKER_MODE == lock || $STRATEGIES == unique_key ]] ||
+[[ $WORKER_MODE != leader || $STRATEGIES == unique_key ]] ||
   die "--mode leader: leader_election is built on unique_key (--strategy unique_key)"
 [[ -z $RESUME_BOUND || $RESUME_BOUND =~ ^[1-9][0-9]*$ ]] || die "--resume-bound wants MS > 0"
 WORKER=$BUILD/tools/torture/sqlock_torture_worker
