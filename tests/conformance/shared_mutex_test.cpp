@@ -327,7 +327,7 @@ TEST_SUITE("shared_mutex") {
         REQUIRE(granted);
         CHECK(writer.owns_lock());
         writer.unlock();
-        CHECK(waited < 5s); // 2 TTLs + 1 s; one TTL per lease in turn would be 8 s
+        CHECK(waited < 6s); // 2 TTLs + 2 s; one TTL per lease in turn would be 8 s
     }
 } // TEST_SUITE shared_mutex
 
