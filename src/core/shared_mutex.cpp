@@ -126,17 +126,17 @@ public:
                 take(k);
         for (std::size_t k = 0; k < n; ++k) {
             while (taken_at[k + 1] == not_taken) {
-                auto until = deadline;
-                if (!m_leases_renewed && until - std::chrono::steady_clock::now() > m_ttl / 3)
-                    until = std::chrono::steady_clock::now() + m_ttl / 3;
-                if (m_readers->permit(k).try_lock_until_steady(until)) {
+                const auto now = std::chrono::steady_clock::now();
+                if (now >= deadline) // out of time (a try_lock(): the one try above was all)
+                    return collection::timed_out;
+                // (deadline may be time_point::min() or max(): compared, never subtracted)
+                const auto step_end = now + m_ttl / 3;
+                const auto until = !m_leases_renewed && deadline > step_end ? step_end : deadline;
+                if (m_readers->permit(k).try_lock_until_steady(until))
                     take(k);
-                } else {
-                    if (std::chrono::steady_clock::now() >= deadline)
-                        return collection::timed_out;
-                    if (!confirm_early_leases(taken_at))
-                        return collection::lease_lost;
-                }
+                else if (std::chrono::steady_clock::now() < deadline &&
+                         !confirm_early_leases(taken_at))
+                    return collection::lease_lost;
             }
         }
         return collection::complete;
