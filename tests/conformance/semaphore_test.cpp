@@ -312,7 +312,7 @@ TEST_SUITE("semaphore_lease") { // unique_key, optimistic_version
         std::atomic<int> told{0};
         std::string told_name;
         std::mutex told_mutex;
-        auto o = opts();
+        auto o = opts(3s); // renewed every second: the keeper finds the loss within about one
         o.on_lost = [&](const sqlock::lock_lost_event& event) {
             std::lock_guard lock(told_mutex);
             told_name = event.name;
@@ -378,7 +378,9 @@ TEST_SUITE("semaphore_lease") { // unique_key, optimistic_version
 
     TEST_CASE("`sqlock release --force NAME --permit K` frees that permit") {
         const auto name = unique_name("sem-force");
-        semaphore a(db(), name, 2, opts());
+        auto o = opts(3s); // renewed every second: the keeper finds the loss within about one
+        o.renew = true;
+        semaphore a(db(), name, 2, o);
         a.acquire();
         const auto permit = std::to_string(a.permit());
         const auto cli = run_cli({"release", name, "--force", "--permit", permit, "--json"});

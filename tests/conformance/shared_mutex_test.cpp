@@ -345,7 +345,7 @@ TEST_SUITE("shared_mutex_lease") { // unique_key, optimistic_version
     TEST_CASE("a writer whose reader permit is force-released is told once, and stops") {
         const auto name = unique_name("rw-lost");
         std::atomic<int> told{0};
-        auto o = opts();
+        auto o = opts(3s); // renewed every second: the keeper finds the loss within about one
         o.renew = true;
         o.on_lost = [&](const sqlock::lock_lost_event&) {
             ++told;
