@@ -124,6 +124,10 @@ TEST_SUITE("backend") {
         for (const char* f : {"acquired_at", "expires_at"})
             CHECK_MESSAGE(std::regex_match(row.at(f).get<std::string>(), utc_time),
                           f << " = " << row.at(f).get<std::string>());
+        const auto found = db().find(name); // find_lock.sql: the same columns, its own SQL
+        REQUIRE(found.has_value());
+        CHECK_MESSAGE(std::regex_match(found->acquired_at, utc_time), found->acquired_at);
+        CHECK_MESSAGE(std::regex_match(found->expires_at, utc_time), found->expires_at);
 
         test::backdate(db(), name, 5s);
         const auto [st2, expired_out] = cli({"list", "--json", "--expired", "--name", name});
