@@ -104,7 +104,7 @@ reap_result database::reap(const reap_options& options) {
         throw error(errc::invalid_argument, "reap settle time must not be negative");
     const auto batch = static_cast<std::int64_t>(std::min<std::size_t>(options.batch, 1'000'000));
     for (;;) { // free (released) rows: deleting them never ends anyone's lock
-        const auto res = m_impl->run(detail::statement::reap_expired, {batch, grace});
+        const auto res = m_impl->run_reap(detail::statement::reap_expired, {batch, grace});
         ++out.batches;
         out.deleted += res.affected_rows;
         if (res.affected_rows < static_cast<std::uint64_t>(batch))
@@ -112,7 +112,7 @@ reap_result database::reap(const reap_options& options) {
     }
     m_impl->reap_stale_leases(batch, grace, options.settle, out);
     while (options.prune_history) { // the run ledger (sqlock::job), the same bounded batches
-        const auto res = m_impl->run(detail::statement::job_prune, {batch, keep});
+        const auto res = m_impl->run_reap(detail::statement::job_prune, {batch, keep});
         ++out.batches;
         out.history_deleted += res.affected_rows;
         if (res.affected_rows < static_cast<std::uint64_t>(batch))
@@ -121,13 +121,25 @@ reap_result database::reap(const reap_options& options) {
     return out;
 }
 
+detail::result detail::database_impl::run_reap(statement id, std::initializer_list<param> params) {
+    for (int tries = 1;; ++tries) {
+        try {
+            return run(id, params);
+        } catch (const error& e) {
+            if (e.code() != errc::conflict || tries >= 5)
+                throw;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2 * tries)); // let the winner finish
+    }
+}
+
 void detail::database_impl::reap_stale_leases(std::int64_t batch, std::int64_t grace,
                                               std::chrono::milliseconds settle, reap_result& out) {
     using clock = std::chrono::steady_clock;
     const auto give_up = clock::now() + settle;
     std::lock_guard guard(m_reap_mutex); // one pass at a time per handle: one set of sightings
     for (;;) {
-        const auto candidates = run(statement::reap_candidates, {batch, grace});
+        const auto candidates = run_reap(statement::reap_candidates, {batch, grace});
         ++out.batches;
         const auto now = clock::now();
         std::map<std::string, lease_sighting> seen;
@@ -151,8 +163,8 @@ void detail::database_impl::reap_stale_leases(std::int64_t batch, std::int64_t g
                 next = std::min(next, stale_after(sighting));
                 continue;
             }
-            const auto res = run(statement::drop_stale_lease,
-                                 {std::string_view(name), sighting.token, sighting.lease_seq});
+            const auto res = run_reap(statement::drop_stale_lease,
+                                      {std::string_view(name), sighting.token, sighting.lease_seq});
             ++out.batches;
             out.deleted += res.affected_rows;
             dropped_any = true;

@@ -122,6 +122,11 @@ public:
     result run(statement id, std::initializer_list<param> params);
     /// The same, for parameters built elsewhere (a batch_item's).
     result run(statement id, std::span<const param> params);
+    /// run() for the reaper's statements. A conflict (MariaDB 1213, PostgreSQL 40P01: a
+    /// deadlock with a concurrent grant or another reaper) rolled the statement back, so it
+    /// did nothing; every reap statement re-checks what it deletes, so it is sent again (up to
+    /// 5 tries, a few ms apart) rather than failing a cron run. Other errors are thrown.
+    result run_reap(statement id, std::initializer_list<param> params);
 
     /// A release statement `id` with an asynchronous commit where the backend has one
     /// (PostgreSQL: BEGIN, synchronous_commit = off, the statement, COMMIT, pipelined: one round

@@ -7,6 +7,7 @@
 #                        [--renew on|off|mix] [--build DIR] [--keep] [--control skip-lock|ignore-tokens]
 #                        [--clock-step SECS] [--partition-ms MS]
 #                        [--mode lock|leader|semaphore|rw] [--permits N] [--writer-share PCT]
+#                        [--reapers N]
 #   tools/torture/run.sh --controls     both negative controls; exit 0 only if both are caught
 #   tools/torture/run.sh --smoke        every backend x strategy, short (a few minutes), and
 #                                       leader, semaphore and rw mode on every backend
@@ -24,6 +25,8 @@
 # of mutexes; the checker adds rule leader-stop (README.md, "Leader mode").
 # --mode semaphore: sqlock::semaphore with --permits N (2); --mode rw: sqlock::shared_mutex with
 # --permits reader permits, --writer-share PCT (33) of the grants exclusive (README.md).
+# --reapers N: N `sqlock reap` loops (as from N hosts' cron, back to back, no grace) run beside the
+# workers, so that reaping races grants, renewals, takeovers and every fault (README.md).
 # NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|clock|partition|mix
 # (and failover, --failover only);
 # "KIND:N" injects KIND at most N times. Prints one summary line per run; exits 1 if any run
@@ -38,9 +41,9 @@ BACKENDS=sqlite STRATEGIES=unique_key NEMESES=none PROCESSES='' DURATION=20 TTL=
 HOLD=1-80 SEED=$((RANDOM * 32768 + RANDOM)) INTERVAL=2000 BOUND=3000 RENEW=mix
 BUILD=$ROOT/build/ci KEEP=0 DURATION_SET=0 CONTROL=none MODE=single STOP_FACTOR=15
 CLOCK_STEP=10 PARTITION_MS='' BACKENDS_SET=0 STRATEGIES_SET=0 RUNS=5 RESUME_BOUND='' TTL_SET=0
-HOLD_SET=0 WORKER_MODE=lock PERMITS=2 WRITER_SHARE=33
+HOLD_SET=0 WORKER_MODE=lock PERMITS=2 WRITER_SHARE=33 REAPERS=0
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "torture: $*" >&2; exit 2; }
 
 while (($#)); do
@@ -70,6 +73,7 @@ while (($#)); do
     --permits) PERMITS=$2; shift ;;
     --writer-share) WRITER_SHARE=$2; shift ;;
     --resume-bound) RESUME_BOUND=$2; shift ;;
+    --reapers) REAPERS=$2; shift ;;
     -h|--help) usage ;;
     *) echo "torture: unknown option $1" >&2; usage ;;
   esac
@@ -90,6 +94,7 @@ if [[ ! $WRITER_SHARE =~ ^[0-9]+$ ]] || ((WRITER_SHARE > 100)); then die "--writ
 [[ $WORKER_MODE != leader || $STRATEGIES == unique_key ]] ||
   die "--mode leader: leader_election is built on unique_key (--strategy unique_key)"
 [[ -z $RESUME_BOUND || $RESUME_BOUND =~ ^[1-9][0-9]*$ ]] || die "--resume-bound wants MS > 0"
+[[ $REAPERS =~ ^[0-9]+$ ]] || die "--reapers wants N >= 0"
 WORKER=$BUILD/tools/torture/sqlock_torture_worker
 CHECK=$BUILD/tools/torture/sqlock_torture_check
 CLI=$BUILD/sqlock
@@ -117,6 +122,7 @@ RULE_TAG="sqlock-torture-$$"
 cleanup() {
   local p
   for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill -KILL "$p" 2>/dev/null || true; done
+  stop_reapers
   remove_rules
   if ((DB_STARTED)); then "$TESTDB" stop "$DB" >/dev/null 2>&1 || true; fi
   if ((CLUSTER_STARTED)); then "$REPLICA" stop "$CLUSTER" >/dev/null 2>&1 || true; fi
@@ -243,6 +249,33 @@ server_pids() {
   else
     cat "$DB/mariadb/mysqld.pid"
   fi
+}
+
+# ------------------------------------------------------------------------ reapers
+# Each reaper loop runs `sqlock reap` back to back, with no grace: a released row goes at once,
+# an abandoned lease once the run has seen it unchanged for its TTL (--settle: two TTLs).
+# Errors are expected while a fault lasts (a crashed or paused server); their output is kept.
+REAPER_PIDS=()
+start_reapers() {
+  local i
+  for ((i = 0; i < REAPERS; i++)); do
+    while :; do
+      "$CLI" --url "$URL" --connect-timeout 1s reap --settle "$((TTL * 2))ms" --batch 10 \
+        >>"$RUN/reaper-$i.log" 2>&1 || sleep 0.1
+    done &
+    REAPER_PIDS+=($!)
+  done
+}
+stop_reapers() {
+  local p
+  for p in "${REAPER_PIDS[@]:-}"; do
+    [[ -n $p ]] || continue
+    kill -STOP "$p" 2>/dev/null || true  # the loop starts no new reap while its child dies
+    pkill -KILL -P "$p" 2>/dev/null || true
+    kill -KILL "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  REAPER_PIDS=()
 }
 
 # ------------------------------------------------------------------------ nemeses
@@ -548,6 +581,7 @@ run_one() {
   "$CLI" migrate --url "$URL" >/dev/null
   note run_start
   for ((n = 0; n < procs; n++)); do spawn "$n"; done
+  start_reapers
   start=$(now_ms); end=$((start + duration * 1000))
   next=$((start + INTERVAL / 2 + RANDOM % INTERVAL))
   while t=$(now_ms); ((t < end)); do
@@ -591,6 +625,7 @@ run_one() {
   while (($(now_ms) < quiet_end)); do monitor; end_pause; end_clock; end_partition; sleep 0.05; done
   end_pause force; end_clock force; end_partition force
   note run_end
+  stop_reapers
   : >"$RUN/stop"
   continue_all
   # Waiters would only finish after yet another hold each: kill them; let holders finish.
