@@ -671,7 +671,7 @@ run_one() {
   else
     ((rc)) && verdict=FAIL || verdict=PASS
   fi
-  local line="torture ${RUN_LABEL}backend=$BACKEND$([[ -n $CLUSTER ]] && echo -failover) strategy=$STRATEGY$(mode_label) nemesis=$nemeses control=$CONTROL processes=$procs seconds=$secs ttl_ms=$TTL hold=$HOLD seed=$SEED $fields verdict=$verdict report=$RUN/report.txt"
+  local line="torture ${RUN_LABEL}backend=$BACKEND$([[ -n $CLUSTER ]] && echo -failover) strategy=$STRATEGY$(mode_label)$( ((REAPERS)) && echo " reapers=$REAPERS") nemesis=$nemeses control=$CONTROL processes=$procs seconds=$secs ttl_ms=$TTL hold=$HOLD seed=$SEED $fields verdict=$verdict report=$RUN/report.txt"
   echo "$line"
   RESULTS+=("$line")
   ((rc == 0)) || KEEP=1
