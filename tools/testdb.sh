@@ -10,11 +10,14 @@
 #   tools/testdb.sh restart DIR [postgres|mariadb|all]  start it again, same data dir and port
 #
 # Opt-in: with TESTDB_FAKETIME_FILE=/path set, "start" and "restart" run both servers with a
-# shifted wall clock: the real one plus the offset in that file ("+60", "-60", "+0"), re-read on
-# every call, so replacing the file (write a new one, mv it over) steps the servers' clocks at
-# once; monotonic clocks are not shifted. PostgreSQL gets tools/testdb_clock.c (compiled here
-# with cc; async-signal-safe), MariaDB libfaketime (package faketime), which also shifts its
-# absolute-deadline waits. The file must be readable by the server users.
+# shifted wall clock: the real one plus the offset in a file of their own, /path.postgres and
+# /path.mariadb ("+60", "-60", "+0"; created at +0), re-read on every call, so replacing one
+# (write a new file, mv it over) steps that server's clock at once, and the tests of the other
+# server can run meanwhile; env.sh names them SQLOCK_TEST_POSTGRES_CLOCK_FILE and
+# SQLOCK_TEST_MYSQL_CLOCK_FILE. Monotonic clocks are not shifted. PostgreSQL gets
+# tools/testdb_clock.c (compiled here with cc; async-signal-safe), MariaDB libfaketime (package
+# faketime), which also shifts its absolute-deadline waits. The files must be readable by the
+# server users.
 #
 # Opt-in: with TESTDB_DEFAULT_LIMITS=1, "start" gives the servers the connection limits of the
 # Debian packages (PostgreSQL max_connections = 100, MariaDB max_connections = 151) instead of
@@ -57,11 +60,14 @@ setup_faketime() {
     echo "testdb: installing faketime via apt" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y faketime >&2
   }
-  [[ -f $f ]] || echo "+0" >"$f"
-  f=$(realpath "$f")
-  chmod a+r "$f"
+  local server
+  for server in postgres mariadb; do
+    [[ -f $f.$server ]] || echo "+0" >"$f.$server"
+    chmod a+r "$f.$server"
+  done
+  f=$(realpath "$f.postgres") && f=${f%.postgres}
   : >"$DIR/faketime.used"
-  FAKETIME_ENV=(env "LD_PRELOAD=$FAKETIME_LIB" "FAKETIME_TIMESTAMP_FILE=$f" FAKETIME_NO_CACHE=1
+  FAKETIME_ENV=(env "LD_PRELOAD=$FAKETIME_LIB" "FAKETIME_TIMESTAMP_FILE=$f.mariadb" FAKETIME_NO_CACHE=1
     FAKETIME_DONT_FAKE_MONOTONIC=1 DONT_FAKE_MONOTONIC=1 FAKETIME_DONT_RESET=1)
   # libfaketime is not async-signal-safe: PostgreSQL reads the clock in its SIGALRM handler, and
   # such a read sees the unshifted time now and then, which fires its timeouts early.
@@ -73,7 +79,7 @@ setup_faketime() {
       die "cannot compile $src"
     chmod 755 "$lib"
   fi
-  PG_CLOCK_ENV=(env "LD_PRELOAD=$lib" "TESTDB_CLOCK_FILE=$f")
+  PG_CLOCK_ENV=(env "LD_PRELOAD=$lib" "TESTDB_CLOCK_FILE=$f.postgres")
 }
 
 # PostgreSQL refuses to run as root, and MariaDB should not either, so as root
@@ -124,18 +130,9 @@ wait_gone() {
   while alive "$1" "$3"; do ((SECONDS < deadline)) || return 1; sleep 0.2; done
 }
 
-# Pick a port not bound by anything (per /proc/net/tcp*), from 20000-32000:
-# below the kernel's ephemeral range (32768+), so outgoing connections made
-# between probing and server start cannot steal it. Avoids $1 (other pick).
-pick_port() {
-  local used p hex
-  used=" $(awk 'FNR > 1 { sub(/.*:/, "", $2); printf "%s ", $2 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null || true)"
-  for _ in {1..200}; do
-    p=$((20000 + RANDOM % 12000)); printf -v hex '%04X' "$p"
-    [[ $p != "${1:-}" && $used != *" $hex "* ]] && { echo "$p"; return; }
-  done
-  die "no free TCP port found"
-}
+# pick_port: a free port (SQLOCK_TEST_PORTS, tools/free_port.sh).
+# shellcheck source=tools/free_port.sh
+source "$(dirname "$(realpath "$0")")/free_port.sh"
 
 pg_pid() { head -n1 "$DIR/pg/postmaster.pid" 2>/dev/null || true; }
 my_pid() { cat "$DIR/mariadb/mysqld.pid" 2>/dev/null || true; }
@@ -324,8 +321,10 @@ export SQLOCK_TEST_MYSQL_PID=$(my_pid)
 export SQLOCK_TEST_DB_DIR=$(printf %q "$DIR")
 EOF
   # Tests that step the servers' clocks find the offset file here.
-  [[ -n ${TESTDB_FAKETIME_FILE:-} ]] &&
-    echo "export SQLOCK_TEST_CLOCK_FILE=$(printf %q "$(realpath "$TESTDB_FAKETIME_FILE")")" >>"$DIR/env.sh"
+  if [[ -n ${TESTDB_FAKETIME_FILE:-} ]]; then
+    echo "export SQLOCK_TEST_POSTGRES_CLOCK_FILE=$(printf %q "$(realpath "$TESTDB_FAKETIME_FILE.postgres")")"
+    echo "export SQLOCK_TEST_MYSQL_CLOCK_FILE=$(printf %q "$(realpath "$TESTDB_FAKETIME_FILE.mariadb")")"
+  fi >>"$DIR/env.sh"
   trap - EXIT
   echo "postgres: postgresql://sqlock:$pw@127.0.0.1:$pgport/sqlock_test"
   echo "mariadb:  mysql://sqlock:$pw@127.0.0.1:$myport/sqlock_test"

@@ -1,7 +1,8 @@
 // Steps of the database server's clock, made for real: tools/testdb.sh runs the throwaway
 // servers with a shifted wall clock (TESTDB_FAKETIME_FILE; PostgreSQL through
 // tools/testdb_clock.c, MariaDB through libfaketime) whose offset file env.sh names as
-// SQLOCK_TEST_CLOCK_FILE. SQLite has no server: its clock is this process's own.
+// SQLOCK_TEST_POSTGRES_CLOCK_FILE / SQLOCK_TEST_MYSQL_CLOCK_FILE (one per server, so the other
+// server's tests may run meanwhile). SQLite has no server: its clock is this process's own.
 #include "backend_fixture.hpp"
 
 #include <atomic>
@@ -19,14 +20,19 @@ using test::unique_name;
 
 namespace {
 
-/// Steps the test servers' wall clock by writing their offset file; back to +0 when it ends.
+/// Steps the wall clock of the server under test by writing its offset file; back to +0 when
+/// it ends.
 class server_clock {
 public:
     server_clock() {
-        const char* path = std::getenv("SQLOCK_TEST_CLOCK_FILE");
+        const char* var = test::backend().kind == sqlock::backend_kind::postgresql
+                              ? "SQLOCK_TEST_POSTGRES_CLOCK_FILE"
+                              : "SQLOCK_TEST_MYSQL_CLOCK_FILE";
+        const char* path = std::getenv(var);
         if (path == nullptr || *path == '\0')
-            FAIL("SQLOCK_TEST_CLOCK_FILE is not set: start the servers with "
-                 "TESTDB_FAKETIME_FILE=<file> tools/testdb.sh start DIR (tools/test-all.sh does)");
+            FAIL(var << " is not set: start the servers with "
+                        "TESTDB_FAKETIME_FILE=<file> tools/testdb.sh start DIR (tools/test-all.sh "
+                        "does)");
         m_path = path;
     }
     ~server_clock() {
@@ -80,7 +86,7 @@ struct step_log {
 std::string sqlock_cli(const std::vector<std::string>& args) {
     static int counter = 0;
     const auto out = test::backend().scratch_dir + "/clock-cli-" + std::to_string(++counter);
-    std::vector<std::string> argv{SQLOCK_CLI_PATH};
+    std::vector<std::string> argv{test::cli_path()};
     argv.insert(argv.end(), args.begin(), args.end());
     const pid_t p = test::spawn(argv, {"SQLOCK_URL=" + test::backend().url}, out, out + ".err");
     CHECK(test::wait_exit(p) == 0);

@@ -83,22 +83,9 @@ wait_gone() {
   while alive "$1" "$3"; do ((SECONDS < deadline)) || return 1; sleep 0.2; done
 }
 
-# A port from 20000-32000 (below the ephemeral range) that nothing listens on or uses, per
-# /proc/net/tcp*, and not in PICKED (this run's earlier picks).
-PICKED=" "
-pick_port() {
-  local used p hex
-  used=" $(awk 'FNR > 1 { sub(/.*:/, "", $2); printf "%s ", $2 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null || true)"
-  for _ in {1..500}; do
-    p=$((20000 + RANDOM % 12000)); printf -v hex '%04X' "$p"
-    if [[ $used != *" $hex "* && $PICKED != *" $p "* ]]; then
-      PICKED+="$p "
-      echo "$p"
-      return
-    fi
-  done
-  die "no free TCP port found"
-}
+# pick_port: a free port (SQLOCK_TEST_PORTS, tools/free_port.sh).
+# shellcheck source=tools/free_port.sh
+source "$(dirname "$(realpath "$0")")/../free_port.sh"
 
 node_dir() { echo "$DIR/n$1"; }
 # The server's pid: its pid file, else the pid it was launched as (a server that died or is
@@ -270,7 +257,10 @@ do_start() {
   pw=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
   PORT=() GPORT=() IPORT=() SPORT=()
   for n in "${NODES[@]}"; do
-    PORT[n]=$(pick_port) GPORT[n]=$(pick_port) IPORT[n]=$(pick_port) SPORT[n]=$(pick_port)
+    PORT[n]=$(pick_port "${PORT[@]}" "${GPORT[@]}" "${IPORT[@]}" "${SPORT[@]}")
+    GPORT[n]=$(pick_port "${PORT[@]}" "${GPORT[@]}" "${IPORT[@]}" "${SPORT[@]}")
+    IPORT[n]=$(pick_port "${PORT[@]}" "${GPORT[@]}" "${IPORT[@]}" "${SPORT[@]}")
+    SPORT[n]=$(pick_port "${PORT[@]}" "${GPORT[@]}" "${IPORT[@]}" "${SPORT[@]}")
   done
   RUN_AS=
   [[ $EUID -eq 0 ]] && RUN_AS=$MY_OS_USER

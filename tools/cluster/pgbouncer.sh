@@ -76,16 +76,9 @@ wait_gone() {
   while alive "$1" "$3"; do ((SECONDS < deadline)) || return 1; sleep 0.1; done
 }
 
-# A port nobody has bound (per /proc/net/tcp*), 20000-32000 (below the ephemeral range).
-pick_port() {
-  local used p hex
-  used=" $(awk 'FNR > 1 { sub(/.*:/, "", $2); printf "%s ", $2 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null || true)"
-  for _ in {1..200}; do
-    p=$((20000 + RANDOM % 12000)); printf -v hex '%04X' "$p"
-    [[ $used != *" $hex "* ]] && { echo "$p"; return; }
-  done
-  die "no free TCP port found"
-}
+# pick_port: a free port (SQLOCK_TEST_PORTS, tools/free_port.sh).
+# shellcheck source=tools/free_port.sh
+source "$(dirname "$(realpath "$0")")/../free_port.sh"
 
 bouncer_pid() { cat "$DIR/bouncer/pgbouncer.pid" 2>/dev/null || true; }
 

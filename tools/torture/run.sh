@@ -7,10 +7,13 @@
 #                        [--renew on|off|mix] [--build DIR] [--keep] [--control skip-lock|ignore-tokens]
 #                        [--clock-step SECS] [--partition-ms MS]
 #                        [--mode lock|leader|semaphore|rw] [--permits N] [--writer-share PCT]
-#                        [--reapers N]
+#                        [--reapers N] [--min-grants N]
 #   tools/torture/run.sh --controls     both negative controls; exit 0 only if both are caught
-#   tools/torture/run.sh --smoke        every backend x strategy, short (a few minutes), and
-#                                       leader, semaphore and rw mode on every backend
+#   tools/torture/run.sh --smoke [--backend B]
+#                                       every (selected) backend x strategy, short (a few
+#                                       minutes), leader, semaphore and rw mode on every
+#                                       backend, each run above its floor of grants; the
+#                                       controls with SQLite
 #   tools/torture/run.sh --long [--backend B] [--strategy S] [--duration SECS]
 #                                       every (selected) backend x strategy, 10 minutes each,
 #                                       all nemeses mixed, then the controls; a markdown table
@@ -27,6 +30,9 @@
 # --permits reader permits, --writer-share PCT (33) of the grants exclusive (README.md).
 # --reapers N: N `sqlock reap` loops (as from N hosts' cron, back to back, no grace) run beside the
 # workers, so that reaping races grants, renewals, takeovers and every fault (README.md).
+# --min-grants N: a run with fewer grants fails (floor=grants<N); so does, always, a run in which
+# a requested fault kind was never injected (floor=no-KIND). A run draws the kinds it has not
+# injected yet first.
 # NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|clock|partition|mix
 # (and failover, --failover only);
 # "KIND:N" injects KIND at most N times. Prints one summary line per run; exits 1 if any run
@@ -41,9 +47,9 @@ BACKENDS=sqlite STRATEGIES=unique_key NEMESES=none PROCESSES='' DURATION=20 TTL=
 HOLD=1-80 SEED=$((RANDOM * 32768 + RANDOM)) INTERVAL=2000 BOUND=3000 RENEW=mix
 BUILD=$ROOT/build/ci KEEP=0 DURATION_SET=0 CONTROL=none MODE=single STOP_FACTOR=15
 CLOCK_STEP=10 PARTITION_MS='' BACKENDS_SET=0 STRATEGIES_SET=0 RUNS=5 RESUME_BOUND='' TTL_SET=0
-HOLD_SET=0 WORKER_MODE=lock PERMITS=2 WRITER_SHARE=33 REAPERS=0
+HOLD_SET=0 WORKER_MODE=lock PERMITS=2 WRITER_SHARE=33 REAPERS=0 MIN_GRANTS=0
 
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "torture: $*" >&2; exit 2; }
 
 while (($#)); do
@@ -74,6 +80,7 @@ while (($#)); do
     --writer-share) WRITER_SHARE=$2; shift ;;
     --resume-bound) RESUME_BOUND=$2; shift ;;
     --reapers) REAPERS=$2; shift ;;
+    --min-grants) MIN_GRANTS=$2; shift ;;
     -h|--help) usage ;;
     *) echo "torture: unknown option $1" >&2; usage ;;
   esac
@@ -95,6 +102,7 @@ if [[ ! $WRITER_SHARE =~ ^[0-9]+$ ]] || ((WRITER_SHARE > 100)); then die "--writ
   die "--mode leader: leader_election is built on unique_key (--strategy unique_key)"
 [[ -z $RESUME_BOUND || $RESUME_BOUND =~ ^[1-9][0-9]*$ ]] || die "--resume-bound wants MS > 0"
 [[ $REAPERS =~ ^[0-9]+$ ]] || die "--reapers wants N >= 0"
+[[ $MIN_GRANTS =~ ^[0-9]+$ ]] || die "--min-grants wants N >= 0"
 WORKER=$BUILD/tools/torture/sqlock_torture_worker
 CHECK=$BUILD/tools/torture/sqlock_torture_check
 CLI=$BUILD/sqlock
@@ -143,7 +151,7 @@ fi
 ensure_servers() {
   ((DB_STARTED)) && return 0
   mkdir -p "$DB" && chmod 755 "$DB"
-  [[ -n ${TESTDB_FAKETIME_FILE:-} ]] && { echo "+0" >"$CLOCK_FILE"; chmod 644 "$CLOCK_FILE"; }
+  [[ -n ${TESTDB_FAKETIME_FILE:-} ]] && set_clock 0 && chmod 644 "$CLOCK_FILE".{postgres,mariadb}
   "$TESTDB" start "$DB" >/dev/null
   DB_STARTED=1
   # shellcheck disable=SC1091
@@ -412,8 +420,16 @@ end_pause() {
 # abandoned one (holder killed or partitioned) may block that long: the fault stays open for
 # CLOCK_STEP + TTL, and no liveness window overlapping it is checked.
 CLOCK_OFFSET=0 CLOCK_NEXT_SIGN=1 CLOCK_UNTIL=0 CLOCK_TARGET=
-# Atomic replace: the servers re-open the file on every clock call.
-set_clock() { printf '%+d\n' "$1" >"$CLOCK_FILE.new"; mv -f "$CLOCK_FILE.new" "$CLOCK_FILE"; CLOCK_OFFSET=$1; }
+# Atomic replace: the servers re-open their file on every clock call (tools/testdb.sh gives each
+# server a file of its own; both are stepped, whichever backend is under test).
+set_clock() {
+  local server
+  for server in postgres mariadb; do
+    printf '%+d\n' "$1" >"$CLOCK_FILE.$server.new"
+    mv -f "$CLOCK_FILE.$server.new" "$CLOCK_FILE.$server"
+  done
+  CLOCK_OFFSET=$1
+}
 nemesis_clock() {
   ((CLOCK_UNTIL)) && return 0           # a backward step is still open
   local to=0 step
@@ -567,7 +583,7 @@ run_one() {
     [[ $item == *:* ]] && cap[$kind]=${item#*:}
   done
 
-  local had_faults=${#kinds[@]}
+  local had_faults=${#kinds[@]} wanted=("${kinds[@]}")
   if [[ " ${kinds[*]} " == *" partition "* ]]; then
     ensure_slot_users "$procs"
     PART_UIDS=1
@@ -588,7 +604,7 @@ run_one() {
     monitor 2>>"$RUN/harness.err"
     end_pause; end_clock; end_partition
     if ((${#kinds[@]} && t >= next && !PAUSE_UNTIL)); then
-      n=$((RANDOM % ${#kinds[@]})) kind=${kinds[n]}
+      draw_kind "${kinds[@]}"; n=$DRAWN kind=${kinds[DRAWN]}
       used[$kind]=$((${used[$kind]:-0} + 1))
       "nemesis_${kind//-/_}" 2>>"$RUN/harness.err"
       # A kind that reached its cap is not drawn again.
@@ -662,6 +678,7 @@ run_one() {
     [[ ${used[failover]:-0} -ge 1 ]] || { fields+=" failover=NOT-INJECTED"; rc=1; }
     fields+=" promote_ms=${promote:--}"
   fi
+  [[ $CONTROL != none ]] || check_floors "${wanted[@]}"
   secs=$(( ($(now_ms) - start) / 1000 ))
   if [[ $CONTROL != none ]]; then
     # A control must be caught by the rule it exercises.
@@ -676,6 +693,30 @@ run_one() {
   RESULTS+=("$line")
   ((rc == 0)) || KEEP=1
   return "$rc"
+}
+
+# draw_kind KIND...: DRAWN = the index of the next fault's kind: one not injected yet in this
+# run while there is one (so a short run injects every kind it was asked for), else any. Reads
+# run_one's used[]; no subshell, so the run's RANDOM sequence (its --seed) decides.
+DRAWN=0
+draw_kind() {
+  local i fresh=()
+  for ((i = 1; i <= $#; i++)); do ((${used[${!i}]:-0})) || fresh+=($((i - 1))); done
+  if ((${#fresh[@]})); then DRAWN=${fresh[RANDOM % ${#fresh[@]}]}; else DRAWN=$((RANDOM % $#)); fi
+}
+
+# check_floors KIND...: a run that saw fewer grants than MIN_GRANTS, or in which a requested
+# fault kind was never injected (per the checker's faults=), proved less than it claims: it
+# fails, and says why in its summary line. Reads and extends run_one's fields and rc.
+check_floors() {
+  local grants faults kind
+  grants=$(field grants "$fields") faults=$(field faults "$fields")
+  if [[ ! $grants =~ ^[0-9]+$ ]] || ((grants < MIN_GRANTS)); then
+    fields+=" floor=grants<$MIN_GRANTS"; rc=1
+  fi
+  for kind in "$@"; do
+    [[ ,$faults, == *",$kind:"* ]] || { fields+=" floor=no-$kind"; rc=1; }
+  done
 }
 
 # run_matrix NEMESES DURATION PROCESSES: every selected backend x strategy
@@ -730,26 +771,30 @@ case $MODE in
   controls)
     run_controls || status=1 ;;
   smoke)
+    # Every backend (or those of --backend: tools/test-all.sh runs one process per backend,
+    # side by side). Floors (--min-grants per matrix, about half the fewest grants seen in
+    # the smoke runs of session 13; and every requested fault kind injected) keep a run from
+    # passing on less than it must show; the controls run with SQLite.
     t0=$SECONDS
-    BACKENDS=sqlite,postgresql,mysql
+    ((BACKENDS_SET)) || BACKENDS=sqlite,postgresql,mysql
     STRATEGIES=unique_key,select_for_update,optimistic_version
     saved_ttl=$TTL saved_hold=$HOLD
     TTL=1000 HOLD=1-50
-    run_matrix kill,crash:1 8 4 || status=1
+    MIN_GRANTS=20; run_matrix kill,crash:1 8 4 || status=1
     # leader_election electors (built on unique_key), with kills and stops.
     saved_strategies=$STRATEGIES STRATEGIES=unique_key WORKER_MODE=leader
-    run_matrix kill,stop:2 8 4 || status=1
+    MIN_GRANTS=20; run_matrix kill,stop:2 8 4 || status=1
     # semaphore (2 permits) and shared_mutex (2 reader permits, a third of grants exclusive).
     # The semaphore runs with two reapers beside the workers (permit rows are reaped often).
-    WORKER_MODE=semaphore REAPERS=2; run_matrix kill,stop:2 10 4 || status=1
+    WORKER_MODE=semaphore REAPERS=2 MIN_GRANTS=40; run_matrix kill,stop:2 10 4 || status=1
     REAPERS=0
-    WORKER_MODE=rw; run_matrix kill,stop:2 10 4 || status=1
+    WORKER_MODE=rw MIN_GRANTS=25; run_matrix kill,stop:2 10 4 || status=1
     STRATEGIES=$saved_strategies WORKER_MODE=lock
     TTL=1500 HOLD=1-80
-    run_matrix none 14 6 || status=1
-    TTL=$saved_ttl HOLD=$saved_hold
-    run_controls || status=1
-    echo "torture smoke: $((SECONDS - t0)) s, status $status" ;;
+    MIN_GRANTS=10; run_matrix none 14 6 || status=1
+    MIN_GRANTS=0 TTL=$saved_ttl HOLD=$saved_hold
+    if [[ ,$BACKENDS, == *,sqlite,* ]]; then run_controls || status=1; fi
+    echo "torture smoke ($BACKENDS): $((SECONDS - t0)) s, status $status" ;;
   failover)
     # Each run: a fresh primary + sync standby; per strategy one torture run with one failover,
     # then the old primary rejoins as the sync standby for the next strategy.
