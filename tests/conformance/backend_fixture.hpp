@@ -22,6 +22,14 @@ struct backend_under_test {
     std::string scratch_dir; ///< per-backend directory for files (SQLite db, logs)
 };
 
+/// Where the programs the tests start live, and the source tree (tests/conformance/paths.cpp:
+/// the only file compiled with these absolute paths, so a build in another folder reuses the
+/// compiler cache for every other file).
+const char* cli_path();       ///< the `sqlock` CLI of this build
+const char* contender_path(); ///< tests/support/contender.cpp
+const char* elector_path();   ///< tests/support/elector.cpp
+const char* source_dir();     ///< the project's source directory
+
 /// The backend for this run. A missing server URL is a test FAILURE, never a skip.
 const backend_under_test& backend();
 

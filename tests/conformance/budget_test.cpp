@@ -87,7 +87,7 @@ pid_t run_job(const std::string& name, const std::string& started, const std::st
               const std::string& ttl) {
     const std::string job = "echo $$ > '" + started + ".tmp'; mv '" + started + ".tmp' '" +
                             started + "'; while [ ! -e '" + done + "' ]; do sleep 0.02; done";
-    return test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy",
+    return test::spawn({test::cli_path(), "run", name, "--strategy",
                         std::string(sqlock::to_string(test::strategy())), "--ttl", ttl, "--wait",
                         "60s", "--", "/bin/sh", "-c", job},
                        {"SQLOCK_URL=" + test::backend().url});

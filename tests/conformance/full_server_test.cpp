@@ -264,7 +264,7 @@ TEST_SUITE("full_server") {
         const auto name = test::unique_name("full-pw");
         const auto err = test::backend().scratch_dir + "/" + name + ".err";
         const auto started = clock_type::now();
-        const pid_t p = test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(),
+        const pid_t p = test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(),
                                      "--wait", "5s", "--", "/bin/true"},
                                     {"SQLOCK_URL=" + login.wrong_password_url()}, {}, err);
         CHECK(test::wait_exit(p) == 69);
@@ -282,7 +282,7 @@ TEST_SUITE("full_server") {
         const auto marker = test::backend().scratch_dir + "/" + name + ".ran";
         const auto started = clock_type::now();
         const pid_t p =
-            test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(), "--ttl", "30s",
+            test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--ttl", "30s",
                          "--wait", "5s", "--", "/usr/bin/touch", marker},
                         {"SQLOCK_URL=" + login.url()});
         // Still waiting after a second (it would have exited 69 at once before).
@@ -301,7 +301,7 @@ TEST_SUITE("full_server") {
         const auto marker = test::backend().scratch_dir + "/" + name + ".ran";
         const auto err = test::backend().scratch_dir + "/" + name + ".err";
         const auto started = clock_type::now();
-        const pid_t p = test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(),
+        const pid_t p = test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(),
                                      "--wait", "2s", "--", "/usr/bin/touch", marker},
                                     {"SQLOCK_URL=" + login.url()}, {}, err);
         CHECK(test::wait_exit(p) == 75);
@@ -322,7 +322,7 @@ TEST_SUITE("full_server") {
         const auto marker = test::backend().scratch_dir + "/" + name + ".ran";
         const auto err = test::backend().scratch_dir + "/" + name + ".err";
         const auto run = [&](const std::string& wait, const std::string& err_file) {
-            return test::spawn({SQLOCK_CLI_PATH, "--connect-timeout", "1s", "run", name,
+            return test::spawn({test::cli_path(), "--connect-timeout", "1s", "run", name,
                                 "--strategy", strategy_arg(), "--wait", wait, "--",
                                 "/usr/bin/touch", marker},
                                {"SQLOCK_URL=" + test::backend().url}, {}, err_file);

@@ -73,7 +73,7 @@ std::vector<int> fire_fleet(const std::string& name, int hosts, std::chrono::mil
     for (const auto offset : offsets) {
         std::this_thread::sleep_until(t0 + offset); // the skew is the scenario, not a sync
         pids.push_back(test::spawn(
-            {SQLOCK_CLI_PATH, "run", name, "--once-per", period, "--", "/bin/sh", "-c", script},
+            {test::cli_path(), "run", name, "--once-per", period, "--", "/bin/sh", "-c", script},
             {url_env()}));
     }
     std::vector<int> statuses;
@@ -83,7 +83,7 @@ std::vector<int> fire_fleet(const std::string& name, int hosts, std::chrono::mil
 }
 
 int run_cli(const std::vector<std::string>& args, const std::string& out = {}) {
-    std::vector<std::string> argv{SQLOCK_CLI_PATH};
+    std::vector<std::string> argv{test::cli_path()};
     argv.insert(argv.end(), args.begin(), args.end());
     return test::wait_exit(test::spawn(argv, {url_env()}, out));
 }
@@ -147,13 +147,13 @@ TEST_SUITE("jobs") {
         const auto dir = test::backend().scratch_dir + "/" + name;
         std::filesystem::create_directories(dir);
         const pid_t runner =
-            test::spawn({SQLOCK_CLI_PATH, "run", name, "--once-per", "1h", "--ttl", "1s", "--",
+            test::spawn({test::cli_path(), "run", name, "--once-per", "1h", "--ttl", "1s", "--",
                          "/bin/sh", "-c", "touch '" + dir + "/started'; exec sleep 60"},
                         {url_env()});
         REQUIRE(test::eventually([&] { return std::filesystem::exists(dir + "/started"); }, 10s));
         // This host fires while the run is in progress: it waits for the outcome.
         const pid_t waiter =
-            test::spawn({SQLOCK_CLI_PATH, "run", name, "--once-per", "1h", "--wait", "30s", "--",
+            test::spawn({test::cli_path(), "run", name, "--once-per", "1h", "--wait", "30s", "--",
                          "/bin/sh", "-c", "touch '" + dir + "/took-over'"},
                         {url_env()});
         kill(-runner, SIGKILL); // the CLI and its command: no outcome is ever recorded
@@ -240,7 +240,7 @@ TEST_SUITE("jobs") {
                  {"--once-per", "1h", "--skipped-exit", "300"},
                  {"--skipped-exit", "3"},
              }) {
-            std::vector<std::string> argv{SQLOCK_CLI_PATH, "run", "bad-input"};
+            std::vector<std::string> argv{test::cli_path(), "run", "bad-input"};
             argv.insert(argv.end(), bad.begin(), bad.end());
             argv.insert(argv.end(), {"--", "/bin/true"});
             CAPTURE(bad);

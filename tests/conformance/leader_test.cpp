@@ -113,7 +113,7 @@ TEST_SUITE("leader") {
         constexpr int rounds = 6;
         std::vector<pid_t> pids;
         for (int p = 0; p < processes; ++p)
-            pids.push_back(test::spawn({SQLOCK_ELECTOR_PATH, "rounds", test::backend().url, name,
+            pids.push_back(test::spawn({test::elector_path(), "rounds", test::backend().url, name,
                                         "30000", std::to_string(rounds), log}));
         for (const auto pid : pids)
             CHECK(test::wait_exit(pid) == 0);
@@ -291,7 +291,7 @@ TEST_SUITE("leader") {
         const auto name = test::unique_name("leader-kill9");
         const auto term_file = test::backend().scratch_dir + "/" + name + ".term";
         const pid_t leader = test::spawn(
-            {SQLOCK_ELECTOR_PATH, "lead", test::backend().url, name, "1000", term_file});
+            {test::elector_path(), "lead", test::backend().url, name, "1000", term_file});
         REQUIRE(test::eventually([&] { return std::filesystem::exists(term_file); }, 10s));
         const auto killed_term = std::stoll(test::read_file(term_file));
         leader_election observer(db(), name, lopts());
@@ -340,7 +340,7 @@ TEST_SUITE("leader") {
         const auto name = test::unique_name("leader-cli");
         const auto dir = test::backend().scratch_dir;
         const auto run_cli = [&](const std::vector<std::string>& extra, const std::string& out) {
-            std::vector<std::string> argv = {SQLOCK_CLI_PATH, "leader", name};
+            std::vector<std::string> argv = {test::cli_path(), "leader", name};
             argv.insert(argv.end(), extra.begin(), extra.end());
             return test::wait_exit(test::spawn(argv, {"SQLOCK_URL=" + test::backend().url}, out));
         };

@@ -450,7 +450,7 @@ TEST_SUITE("optimistic_version") {
         const auto start = dir + "/start";
         std::vector<pid_t> racers;
         for (int i = 0; i < 6; ++i) {
-            racers.push_back(test::spawn({SQLOCK_CONTENDER_PATH, "race", test::backend().url, name,
+            racers.push_back(test::spawn({test::contender_path(), "race", test::backend().url, name,
                                           "optimistic_version", start},
                                          {}, dir + "/out" + std::to_string(i)));
         }
@@ -477,7 +477,7 @@ TEST_SUITE("lease_postgresql") { // MariaDB and SQLite waiters poll (documented)
         holder.lock();
         // The waiter polls only every 5 s: a fast handoff can only come from the notification.
         const pid_t waiter =
-            test::spawn({SQLOCK_CONTENDER_PATH, "hold", test::backend().url, name, "30000",
+            test::spawn({test::contender_path(), "hold", test::backend().url, name, "30000",
                          std::string(sqlock::to_string(test::strategy())), dir},
                         {"SQLOCK_CONTENDER_RETRY_MS=5000"});
         auto user = db().impl()->checkout();

@@ -26,7 +26,7 @@ std::string url_env() {
 std::pair<int, std::string> cli(const std::vector<std::string>& args, std::string* err = nullptr) {
     static int counter = 0;
     const auto out = test::backend().scratch_dir + "/cli-out-" + std::to_string(++counter);
-    std::vector<std::string> argv{SQLOCK_CLI_PATH};
+    std::vector<std::string> argv{test::cli_path()};
     argv.insert(argv.end(), args.begin(), args.end());
     const pid_t p = test::spawn(argv, {url_env()}, out, out + ".err");
     const int status = test::wait_exit(p);

@@ -35,7 +35,7 @@ TEST_SUITE("common") {
         const int iterations = 20;
         std::vector<pid_t> pids;
         for (int p = 0; p < processes; ++p) {
-            pids.push_back(test::spawn({SQLOCK_CONTENDER_PATH, test::backend().url, name, "30000",
+            pids.push_back(test::spawn({test::contender_path(), test::backend().url, name, "30000",
                                         std::to_string(iterations), log,
                                         std::string(sqlock::to_string(test::strategy()))}));
         }
@@ -68,7 +68,7 @@ TEST_SUITE("common") {
         std::vector<std::string> outs;
         for (int p = 0; p < 4; ++p) {
             outs.push_back(test::backend().scratch_dir + "/" + name + "." + std::to_string(p));
-            pids.push_back(test::spawn({SQLOCK_CONTENDER_PATH, "queue", test::backend().url, name,
+            pids.push_back(test::spawn({test::contender_path(), "queue", test::backend().url, name,
                                         strategy_arg(), "1000", "2", "75"},
                                        {}, outs.back()));
         }
@@ -92,7 +92,7 @@ TEST_SUITE("common") {
         const auto dir = test::backend().scratch_dir + "/" + name;
         std::filesystem::create_directories(dir);
         const auto run = [&](const std::string& who) {
-            return test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(), "--ttl",
+            return test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--ttl",
                                 "1500ms", "--", "/bin/sh", "-c",
                                 "touch '" + dir + "/" + who + ".started'; sleep 2.5; touch '" +
                                     dir + "/" + who + ".done'"},
@@ -114,7 +114,7 @@ TEST_SUITE("common") {
         const bool lease = test::strategy() != sqlock::strategy::select_for_update;
         const auto name = test::unique_name("kill9");
         const pid_t holder =
-            test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(), "--ttl",
+            test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--ttl",
                          lease ? "1s" : "30s", "--", "/bin/sh", "-c",
                          "echo \"$SQLOCK_TOKEN\" > '" + test::backend().scratch_dir + "/" + name +
                              "'; exec /bin/sleep 60"},
@@ -150,7 +150,7 @@ TEST_SUITE("common") {
         const auto name = test::unique_name("cli-run");
         const auto out = test::backend().scratch_dir + "/" + name + ".token";
         const pid_t p =
-            test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(), "--ttl", "30s",
+            test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--ttl", "30s",
                          "--", "/bin/sh", "-c", "echo \"$SQLOCK_TOKEN\" > '" + out + "'; exit 7"},
                         {url_env()});
         CHECK(test::wait_exit(p) == 7);
@@ -170,9 +170,9 @@ TEST_SUITE("common") {
         std::ofstream(not_executable) << "#!/bin/sh\nexit 0\n"; // mode 0644: not executable
         const auto missing = dir + "/no-such-command";
         CHECK(test::wait_exit(test::spawn(
-                  {SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(), "--", missing},
+                  {test::cli_path(), "run", name, "--strategy", strategy_arg(), "--", missing},
                   {url_env()})) == 127);
-        CHECK(test::wait_exit(test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy",
+        CHECK(test::wait_exit(test::spawn({test::cli_path(), "run", name, "--strategy",
                                            strategy_arg(), "--", not_executable},
                                           {url_env()})) == 126);
         sqlock::mutex after(db(), name, test::opts()); // released although nothing ran
@@ -187,7 +187,7 @@ TEST_SUITE("common") {
         const auto marker = test::backend().scratch_dir + "/" + name + ".ran";
         for (const char* wait : {"0", "300ms"}) {
             const auto start = std::chrono::steady_clock::now();
-            const pid_t p = test::spawn({SQLOCK_CLI_PATH, "run", name, "--strategy", strategy_arg(),
+            const pid_t p = test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(),
                                          "--wait", wait, "--", "/usr/bin/touch", marker},
                                         {url_env()});
             CHECK(test::wait_exit(p) == 75);
@@ -206,7 +206,7 @@ TEST_SUITE("lease") {
         sqlock::mutex holder(db(), name, test::opts());
         holder.lock();
         const auto out = test::backend().scratch_dir + "/" + name + ".json";
-        const pid_t p = test::spawn({SQLOCK_CLI_PATH, "list", "--json"}, {url_env()}, out);
+        const pid_t p = test::spawn({test::cli_path(), "list", "--json"}, {url_env()}, out);
         CHECK(test::wait_exit(p) == 0);
         const auto json = test::read_file(out);
         CHECK(json.find("\"name\": \"" + name + "\"") != std::string::npos);
@@ -221,12 +221,12 @@ TEST_SUITE("backend") {
 
     TEST_CASE("sqlock migrate --print writes DDL without connecting; bad usage exits 64") {
         const auto out = test::backend().scratch_dir + "/ddl.sql";
-        const pid_t p = test::spawn({SQLOCK_CLI_PATH, "migrate", "--print"}, {url_env()}, out);
+        const pid_t p = test::spawn({test::cli_path(), "migrate", "--print"}, {url_env()}, out);
         CHECK(test::wait_exit(p) == 0);
         CHECK(test::read_file(out).find("CREATE TABLE") != std::string::npos);
-        CHECK(test::wait_exit(test::spawn({SQLOCK_CLI_PATH, "run"}, {url_env()})) == 64);
+        CHECK(test::wait_exit(test::spawn({test::cli_path(), "run"}, {url_env()})) == 64);
         CHECK(test::wait_exit(test::spawn(
-                  {SQLOCK_CLI_PATH, "run", "x", "--ttl", "-3s", "--", "/bin/true"}, {url_env()})) ==
+                  {test::cli_path(), "run", "x", "--ttl", "-3s", "--", "/bin/true"}, {url_env()})) ==
               64);
     }
 

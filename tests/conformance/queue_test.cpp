@@ -324,7 +324,7 @@ TEST_SUITE("unique_key_queue") {
         const auto dir = test::backend().scratch_dir + "/" + name;
         std::filesystem::create_directories(dir);
         const pid_t hog =
-            test::spawn({SQLOCK_CONTENDER_PATH, "hog", test::backend().url, name,
+            test::spawn({test::contender_path(), "hog", test::backend().url, name,
                          std::string(sqlock::to_string(test::strategy())), "100", dir});
         REQUIRE(test::eventually([&] { return std::filesystem::exists(dir + "/started"); }, 10s));
         auto other = sqlock::connect(test::backend().url);

@@ -180,7 +180,7 @@ TEST_SUITE("replication_postgresql_failover") {
         const auto row_token = row.token();
 
         const auto crashed = std::chrono::steady_clock::now();
-        const auto script = std::string(SQLOCK_SOURCE_DIR) + "/tools/cluster/pg_replica.sh";
+        const auto script = std::string(test::source_dir()) + "/tools/cluster/pg_replica.sh";
         REQUIRE(std::system((script + " failover '" + dir + "' >/dev/null").c_str()) == 0);
 
         // The row lock died with the old primary's session: its holder hears it within a

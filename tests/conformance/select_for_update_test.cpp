@@ -147,7 +147,7 @@ TEST_SUITE("select_for_update") {
         const auto name = unique_name("sigstop");
         const auto dir = test::backend().scratch_dir + "/" + name;
         std::filesystem::create_directories(dir);
-        const pid_t holder = test::spawn({SQLOCK_CONTENDER_PATH, "hold", test::backend().url, name,
+        const pid_t holder = test::spawn({test::contender_path(), "hold", test::backend().url, name,
                                           "1000", "select_for_update", dir});
         // Pause it only once it has acted under the lock: the check below needs one such act.
         REQUIRE(test::eventually([&] { return !test::read_file(dir + "/acted").empty(); }, 10s));

@@ -38,7 +38,7 @@ cli_result run_cli(const std::vector<std::string>& args) {
     static std::atomic<int> counter{0};
     const auto out = test::backend().scratch_dir + "/sem-cli-" + std::to_string(getpid()) + "-" +
                      std::to_string(++counter);
-    std::vector<std::string> argv{SQLOCK_CLI_PATH};
+    std::vector<std::string> argv{test::cli_path()};
     argv.insert(argv.end(), args.begin(), args.end());
     const pid_t p = test::spawn(argv, {"SQLOCK_URL=" + test::backend().url}, out, out + ".err");
     cli_result r;
@@ -210,7 +210,7 @@ TEST_SUITE("semaphore") {
         const auto name = unique_name("sem-fair");
         const auto dir = test::backend().scratch_dir + "/" + name;
         std::filesystem::create_directories(dir);
-        const pid_t hog = test::spawn({SQLOCK_CONTENDER_PATH, "sem-hog", test::backend().url, name,
+        const pid_t hog = test::spawn({test::contender_path(), "sem-hog", test::backend().url, name,
                                        "1", std::string(sqlock::to_string(test::strategy())), dir});
         REQUIRE(test::eventually([&] { return std::filesystem::exists(dir + "/holding"); }, 30s));
         semaphore waiter(db(), name, 1, opts());
@@ -251,7 +251,7 @@ TEST_SUITE("semaphore") {
         std::vector<pid_t> pids;
         for (int p = 0; p < 8; ++p)
             pids.push_back(
-                test::spawn({SQLOCK_CLI_PATH, "run", name, "--permits", "3", "--strategy",
+                test::spawn({test::cli_path(), "run", name, "--permits", "3", "--strategy",
                              std::string(sqlock::to_string(test::strategy())), "--wait", "60s",
                              "--", "sh", "-c", script},
                             {"SQLOCK_URL=" + test::backend().url}));

@@ -167,7 +167,7 @@ TEST_SUITE("shared_mutex") {
         // it wait at its gate, so it gets in once the readers inside have left.
         const auto name = unique_name("rw-starve");
         const auto dir = test::backend().scratch_dir + "/" + name;
-        const std::string cli = SQLOCK_CLI_PATH;
+        const std::string cli = test::cli_path();
         const std::string strategy(sqlock::to_string(test::strategy()));
         const std::string script =
             "end=$(($(date +%s) + 20)); while [ $(date +%s) -lt $end ] && [ ! -e '" + dir +
@@ -204,7 +204,7 @@ TEST_SUITE("shared_mutex") {
         for (int p = 0; p < 8; ++p) {
             const bool writer = p % 4 == 3;
             pids.push_back(
-                test::spawn({SQLOCK_CLI_PATH, "run", name, writer ? "--exclusive" : "--shared",
+                test::spawn({test::cli_path(), "run", name, writer ? "--exclusive" : "--shared",
                              "--strategy", std::string(sqlock::to_string(test::strategy())),
                              "--wait", "60s", "--", "sh", "-c", command(writer ? "w" : "r")},
                             {"SQLOCK_URL=" + test::backend().url}));
@@ -313,7 +313,7 @@ TEST_SUITE("shared_mutex") {
         const auto name = unique_name("rw-killed-writer");
         const auto marker = test::backend().scratch_dir + "/" + name + ".in";
         const pid_t holder =
-            test::spawn({SQLOCK_CLI_PATH, "run", name, "--exclusive", "--max-readers", "3", "--ttl",
+            test::spawn({test::cli_path(), "run", name, "--exclusive", "--max-readers", "3", "--ttl",
                          "2s", "--strategy", std::string(sqlock::to_string(test::strategy())), "--",
                          "sh", "-c", "touch '" + marker + "'; sleep 60"},
                         {"SQLOCK_URL=" + test::backend().url});

@@ -93,7 +93,7 @@ struct in_line {
             const std::vector<std::string>& env = {})
         : dir(test::backend().scratch_dir + "/" + name + "." + who),
           process((std::filesystem::create_directories(dir),
-                   test::spawn({SQLOCK_CONTENDER_PATH, "line", test::backend().url, name,
+                   test::spawn({test::contender_path(), "line", test::backend().url, name,
                                 strategy_arg(), dir},
                                env, {}, dir + "/stderr"))) {}
     bool locked() const { return exists(dir + "/locked"); }
@@ -156,7 +156,7 @@ TEST_SUITE("fair_sqlite") {
         const auto dir = test::backend().scratch_dir + "/" + name;
         std::filesystem::create_directories(dir);
         child releaser(test::spawn(
-            {SQLOCK_CONTENDER_PATH, "hog", test::backend().url, name, strategy_arg(), "0", dir}, {},
+            {test::contender_path(), "hog", test::backend().url, name, strategy_arg(), "0", dir}, {},
             dir + "/grants", dir + "/stderr"));
         REQUIRE(test::eventually([&] { return exists(dir + "/started"); }, 10s));
         mutex waiter(db(), name, opts());

@@ -83,7 +83,7 @@ TEST_SUITE("topology_server") {
         const auto run_cli = [&](const std::string& hosts, const std::string& wait,
                                  const std::string& err) {
             const auto name = test::unique_name("cli-hosts");
-            return test::spawn({SQLOCK_CLI_PATH, "run", name, "--wait", wait, "--", "/bin/true"},
+            return test::spawn({test::cli_path(), "run", name, "--wait", wait, "--", "/bin/true"},
                                {"SQLOCK_URL=" + parts.head + hosts + parts.tail}, {}, err);
         };
         const auto dead = [] {

@@ -37,11 +37,11 @@
 #include <variant>
 #include <vector>
 
-#ifndef SQLOCK_BENCH_SQL_DIR
-#define SQLOCK_BENCH_SQL_DIR "sql"
-#endif
-
 namespace bench {
+
+/// The project's sql/ folder (tools/bench/sql_dir.cpp: the one bench file compiled with the
+/// source tree's absolute path, so the compiler cache serves the rest to a clone elsewhere).
+const char* sql_dir();
 
 // ------------------------------------------------------------------ time and statistics
 
@@ -309,7 +309,7 @@ inline std::string libpq_uri(std::string_view url) {
 /// Text of sql/<backend>/<name>.sql with {identifiers} expanded the way sqlock expands them
 /// for the default prefix "sqlock_" (quoted; {channel} unquoted).
 inline std::string sqlock_sql(backend b, std::string_view name,
-                              const std::string& sql_dir = SQLOCK_BENCH_SQL_DIR) {
+                              const std::string& sql_dir = bench::sql_dir()) {
     const std::string path = sql_dir + "/" + backend_dir(b) + "/" + std::string(name) + ".sql";
     std::ifstream f(path);
     if (!f)

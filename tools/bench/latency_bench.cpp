@@ -61,7 +61,7 @@ struct config {
     std::string json_path;
     std::string markdown_path;
     std::string summary_path;
-    std::string sql_dir = SQLOCK_BENCH_SQL_DIR;
+    std::string sql_dir = bench::sql_dir();
     std::vector<std::string> only;  ///< keep variants whose description contains one of these
     int pin_cpu = -1;               ///< >= 0: a second pass pinned to this vCPU
     std::vector<pid_t> server_pids; ///< pinned too in that pass (with children and threads)
