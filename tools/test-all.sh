@@ -2,54 +2,150 @@
 # The whole test suite against all three databases, from a fresh Debian 12 machine:
 #   1. installs the build tools, client libraries and database servers it needs (apt-get);
 #   2. builds with the "ci" preset (warnings are errors), the "asan" preset (ASan+UBSan) and the
-#      "tsan" preset (ThreadSanitizer: the lease keeper, the waiter queue and the listener);
-#   3. starts throwaway PostgreSQL 15 and MariaDB 10.11 on 127.0.0.1 (tools/testdb.sh, with a
-#      wall clock the clock tests can step) and runs every test on SQLite, PostgreSQL and
-#      MariaDB for each build; stops the servers after;
-#   4. builds with only the SQLite backend while every PostgreSQL/MySQL client file is hidden
-#      (tests/sqlite_only), and builds, installs with apt, checks and removes the Debian
-#      packages (tests/packages);
-#   5. runs the torture smoke on the ci build (tools/torture/run.sh --smoke: every backend x
-#      strategy with client kills and a server crash, the no-fault mode, both negative
-#      controls; it starts servers of its own). A violation fails the run;
-#   6. runs the failover torture on the ci build (tools/torture/run.sh --failover --runs 5: a
-#      PostgreSQL primary + synchronous standby, its primary crashed and the standby promoted
-#      under load, every strategy, 5 times in a row, ~3.5 minutes);
-#   7. runs the replicated-database tests on the ci build (tests/replication/run.sh): real
-#      clusters from Debian packages on 127.0.0.1 (PostgreSQL primary + synchronous standby
-#      with a failover, PgBouncer in transaction mode, 3-node Galera), started and stopped by
-#      tools/cluster/ (~1 minute).
-# A backend that cannot be started fails the run; nothing is skipped.
-#   tools/test-all.sh            everything
-#   tools/test-all.sh --quick    only the ci build
+#      "tsan" preset (ThreadSanitizer: the lease keeper, the waiter queue and the listener),
+#      through ccache (a clone in another folder hits the same cache);
+#   3. runs every test of each build on SQLite, PostgreSQL and MariaDB, the three builds side by
+#      side, each against throwaway PostgreSQL 15 and MariaDB 10.11 servers of its own on
+#      127.0.0.1 (tools/testdb.sh, with wall clocks the clock tests can step); within a build
+#      the backends run side by side too (ctest -j; one test at a time per server). Beside them,
+#      a build with only the SQLite backend while every PostgreSQL/MySQL client file is hidden
+#      (tests/sqlite_only);
+#   4. then, side by side: the torture smoke on the ci build, one process per backend
+#      (tools/torture/run.sh --smoke --backend B: every strategy with client kills and a server
+#      crash, the no-fault mode, leader/semaphore/rw modes, both negative controls on SQLite;
+#      runs below their floors of grants and faults fail); the failover torture (--failover
+#      --runs 5: a PostgreSQL primary + synchronous standby, the primary crashed and the standby
+#      promoted under load, every strategy, 5 times); the replicated-database tests
+#      (tests/replication/run.sh: standby, failover, PgBouncer, Galera); and the Debian packages,
+#      built, installed with apt, checked and removed (tests/packages).
+# Stages that run side by side write to build/logs/STAGE.log, printed when their step ends; each
+# has ports of its own (SQLOCK_TEST_PORTS). A backend that cannot be started fails the run;
+# nothing is skipped. At the end: a table of every stage's start, wall time and result.
+#   tools/test-all.sh            everything (what CI runs)
+#   tools/test-all.sh --quick    the developer's loop: the ci build, its tests on all three
+#                                backends, nothing else
+# The long tier (10-minute torture runs per backend x strategy) is outside CI:
+# tools/torture/run.sh --long (tools/torture/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+case ${1:-} in
+    "") ;;
+    --quick) quick=1 ;;
+    *) echo "usage: tools/test-all.sh [--quick]" >&2; exit 2 ;;
+esac
+logs=$PWD/build/logs
+mkdir -p "$logs"
+rm -f "$logs"/*
 
-presets=(ci asan tsan)
-[[ ${1:-} == --quick ]] && presets=(ci)
+# ---------------------------------------------------------------- the stage table
+names=() starts=() secs=() results=()
+t_start=$EPOCHSECONDS
+record() { # record NAME START_EPOCH END_EPOCH RC
+    names+=("$1") starts+=($(($2 - t_start))) secs+=($(($3 - $2)))
+    if (($4 == 0)); then results+=(ok); else results+=("FAILED ($4)"); fi
+}
+print_table() {
+    local i total=$((EPOCHSECONDS - t_start)) verdict=ok
+    echo
+    echo "=== stages (wall seconds; a stage that starts before the one above ends ran beside it)"
+    printf '%-34s %7s %7s  %s\n' stage start seconds result
+    for i in "${!names[@]}"; do
+        printf '%-34s %7d %7d  %s\n' "${names[i]}" "${starts[i]}" "${secs[i]}" "${results[i]}"
+        [[ ${results[i]} == ok ]] || verdict=FAILED
+    done
+    printf '%-34s %7s %7d  %s\n' total "" "$total" "$verdict"
+}
+trap print_table EXIT
 
+status=0
+# A stage in the foreground: its output goes straight to the log of the run.
+stage() { # stage NAME CMD...
+    local name=$1 t0=$EPOCHSECONDS rc=0
+    shift
+    echo "=== $name"
+    "$@" || rc=$?
+    record "$name" "$t0" "$EPOCHSECONDS" "$rc"
+    ((rc == 0)) || status=1
+    return 0
+}
+# Stages side by side: started in the background with their output in build/logs/NAME.log,
+# then awaited together by join_stages (which prints each log whole, in the order they were started).
+bg_names=() bg_pids=()
+bg_stage() { # bg_stage NAME PORTS CMD...   (PORTS: LOW-HIGH for the servers it starts, or -)
+    local name=$1 ports=$2 file
+    shift 2
+    file=$logs/${name//[^A-Za-z0-9_.-]/_}
+    (
+        t0=$EPOCHSECONDS rc=0
+        [[ $ports == - ]] || export SQLOCK_TEST_PORTS=$ports
+        "$@" >"$file.log" 2>&1 </dev/null || rc=$?
+        echo "$t0 $EPOCHSECONDS $rc" >"$file.time"
+    ) &
+    bg_names+=("$name") bg_pids+=($!)
+    echo "=== $name: started (log: ${file#"$PWD"/}.log)"
+}
+join_stages() {
+    local i name file t0 t1 rc
+    for i in "${!bg_pids[@]}"; do wait "${bg_pids[i]}" || true; done
+    for i in "${!bg_names[@]}"; do
+        name=${bg_names[i]} file=$logs/${bg_names[i]//[^A-Za-z0-9_.-]/_}
+        echo "=== $name"
+        cat "$file.log"
+        read -r t0 t1 rc <"$file.time" || { t0=$t_start t1=$EPOCHSECONDS rc=1; }
+        record "$name" "$t0" "$t1" "$rc"
+        ((rc == 0)) || { status=1; echo "=== $name: FAILED (exit $rc)"; }
+    done
+    bg_names=() bg_pids=()
+}
+
+# ---------------------------------------------------------------- 1. packages
 packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev libboost-dev
           libsqlite3-dev nlohmann-json3-dev doctest-dev postgresql-15 mariadb-server mariadb-client
           faketime
+          ccache         # ccache: every build; a clone in another folder hits (CCACHE_BASEDIR)
           pgbouncer galera-4 rsync iproute2   # the replicated setups of tools/cluster/
           python3-yaml   # python3-yaml: the alert rules are parsed when promtool is missing
           doxygen        # doxygen: the api_docs test (an undocumented public declaration fails)
           scdoc groff-base man-db  # the sqlock(1) page: scdoc builds it, groff checks it renders
           lintian)       # lintian: the Debian packages are checked
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
+install_missing() {
+    local p missing=()
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    ((${#missing[@]})) || return 0
     echo "test-all: installing ${missing[*]}"
     if [[ $EUID -ne 0 ]]; then
         echo "test-all: run as root (or install these packages first): ${missing[*]}" >&2
-        exit 1
+        return 1
     fi
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
-fi
+}
+stage "apt packages" install_missing
+((status == 0)) || exit 1
 
+# Every compiler call goes through ccache. Paths below this folder are hashed relative to it
+# and the working directory is not hashed, so a fresh clone elsewhere (what CI builds) hits the
+# cache of an earlier one; only the few files compiled with an absolute path miss.
+export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true
+ccache --zero-stats >/dev/null
+
+# ---------------------------------------------------------------- 2. builds
+presets=(ci asan tsan)
+((quick)) && presets=(ci)
+build() { cmake --preset "$1" >/dev/null && cmake --build --preset "$1" -j "$(nproc)"; }
+for preset in "${presets[@]}"; do
+    stage "build $preset" build "$preset"
+done
+echo "=== ccache: $(ccache --print-stats | awk -F'\t' '
+    $1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { hit += $2 }
+    $1 == "cache_miss" { miss = $2 } END { printf "%d hits, %d misses", hit, miss }')"
+((status == 0)) || exit 1
+
+# ---------------------------------------------------------------- 3. tests of each build
 # The servers run as the unprivileged postgres/mysql users when we are root; they keep their data
 # under the build tree unless that tree is unreachable for them (a checkout under /root, say).
 testdb_dir() {
@@ -60,28 +156,32 @@ testdb_dir() {
     fi
     echo "$dir"
 }
-
-status=0
+# The servers run with steppable wall clocks (offset files next to their directory), for the
+# tests that step them (SQLOCK_TEST_*_CLOCK_FILE); they stay at +0 otherwise.
+test_preset() {
+    local dir
+    dir=$(testdb_dir "$1")
+    TESTDB_FAKETIME_FILE="$dir-clock" tools/testdb.sh run "$dir" -- ctest --preset "$1"
+}
+port=20000
 for preset in "${presets[@]}"; do
-    echo "=== build: $preset"
-    cmake --preset "$preset" >/dev/null
-    cmake --build --preset "$preset" -j "$(nproc)"
-    echo "=== test: $preset (SQLite, PostgreSQL, MariaDB)"
-    mkdir -p "build/$preset"
-    # The servers run with a steppable wall clock (offset file next to their directory), for
-    # the tests that step it (SQLOCK_TEST_CLOCK_FILE); it stays at +0 otherwise.
-    dir=$(testdb_dir "$preset")
-    TESTDB_FAKETIME_FILE="$dir-clock" tools/testdb.sh run "$dir" -- ctest --preset "$preset" ||
-        status=1
+    bg_stage "test $preset" "$port-$((port + 1999))" test_preset "$preset"
+    port=$((port + 2000))
 done
-echo "=== SQLite only: a build with no PostgreSQL or MySQL client file on the machine"
-tests/sqlite_only/run.sh . build/sqlite-only || status=1
-echo "=== Debian packages: built, installed with apt, run, built against, removed"
-tests/packages/run.sh . || status=1
-echo "=== torture smoke (ci build)"
-tools/torture/run.sh --smoke --build build/ci || status=1
-echo "=== torture across a PostgreSQL failover, 5 runs (ci build)"
-tools/torture/run.sh --failover --runs 5 --build build/ci || status=1
-echo "=== replicated databases (ci build): standby, failover, PgBouncer, Galera"
-tests/replication/run.sh . build/ci || status=1
+((quick)) || bg_stage "SQLite only (build and tests)" - tests/sqlite_only/run.sh . build/sqlite-only
+join_stages
+((quick)) && exit $status
+
+# ---------------------------------------------------------------- 4. torture, replication, packages
+port=20000
+for backend in sqlite postgresql mysql; do
+    bg_stage "torture smoke: $backend" "$port-$((port + 1999))" \
+        tools/torture/run.sh --smoke --backend "$backend" --build build/ci
+    port=$((port + 2000))
+done
+bg_stage "torture failover x5" 26000-27999 \
+    tools/torture/run.sh --failover --runs 5 --build build/ci
+bg_stage "replicated databases" 28000-29999 tests/replication/run.sh . build/ci
+bg_stage "Debian packages" - tests/packages/run.sh .
+join_stages
 exit $status
