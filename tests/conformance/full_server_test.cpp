@@ -282,8 +282,8 @@ TEST_SUITE("full_server") {
         const auto marker = test::backend().scratch_dir + "/" + name + ".ran";
         const auto started = clock_type::now();
         const pid_t p =
-            test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--ttl", "30s",
-                         "--wait", "5s", "--", "/usr/bin/touch", marker},
+            test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--ttl",
+                         "30s", "--wait", "5s", "--", "/usr/bin/touch", marker},
                         {"SQLOCK_URL=" + login.url()});
         // Still waiting after a second (it would have exited 69 at once before).
         CHECK_FALSE(test::eventually([&] { return exit_status_now(p) >= 0; }, 1000ms));

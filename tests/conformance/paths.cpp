@@ -4,9 +4,17 @@
 
 namespace test {
 
-const char* cli_path() { return SQLOCK_CLI_PATH; }
-const char* contender_path() { return SQLOCK_CONTENDER_PATH; }
-const char* elector_path() { return SQLOCK_ELECTOR_PATH; }
-const char* source_dir() { return SQLOCK_SOURCE_DIR; }
+const char* cli_path() {
+    return SQLOCK_CLI_PATH;
+}
+const char* contender_path() {
+    return SQLOCK_CONTENDER_PATH;
+}
+const char* elector_path() {
+    return SQLOCK_ELECTOR_PATH;
+}
+const char* source_dir() {
+    return SQLOCK_SOURCE_DIR;
+}
 
 } // namespace test

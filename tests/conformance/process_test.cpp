@@ -92,8 +92,8 @@ TEST_SUITE("common") {
         const auto dir = test::backend().scratch_dir + "/" + name;
         std::filesystem::create_directories(dir);
         const auto run = [&](const std::string& who) {
-            return test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--ttl",
-                                "1500ms", "--", "/bin/sh", "-c",
+            return test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(),
+                                "--ttl", "1500ms", "--", "/bin/sh", "-c",
                                 "touch '" + dir + "/" + who + ".started'; sleep 2.5; touch '" +
                                     dir + "/" + who + ".done'"},
                                {url_env()});
@@ -149,10 +149,10 @@ TEST_SUITE("common") {
     TEST_CASE("sqlock run: token in the environment, command's exit status, lock released") {
         const auto name = test::unique_name("cli-run");
         const auto out = test::backend().scratch_dir + "/" + name + ".token";
-        const pid_t p =
-            test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--ttl", "30s",
-                         "--", "/bin/sh", "-c", "echo \"$SQLOCK_TOKEN\" > '" + out + "'; exit 7"},
-                        {url_env()});
+        const pid_t p = test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(),
+                                     "--ttl", "30s", "--", "/bin/sh", "-c",
+                                     "echo \"$SQLOCK_TOKEN\" > '" + out + "'; exit 7"},
+                                    {url_env()});
         CHECK(test::wait_exit(p) == 7);
         const auto token = std::stoll(test::read_file(out));
         CHECK(token > 0);
@@ -187,9 +187,10 @@ TEST_SUITE("common") {
         const auto marker = test::backend().scratch_dir + "/" + name + ".ran";
         for (const char* wait : {"0", "300ms"}) {
             const auto start = std::chrono::steady_clock::now();
-            const pid_t p = test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(),
-                                         "--wait", wait, "--", "/usr/bin/touch", marker},
-                                        {url_env()});
+            const pid_t p =
+                test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--wait",
+                             wait, "--", "/usr/bin/touch", marker},
+                            {url_env()});
             CHECK(test::wait_exit(p) == 75);
             CHECK(std::chrono::steady_clock::now() - start < 3s);
         }
@@ -225,9 +226,9 @@ TEST_SUITE("backend") {
         CHECK(test::wait_exit(p) == 0);
         CHECK(test::read_file(out).find("CREATE TABLE") != std::string::npos);
         CHECK(test::wait_exit(test::spawn({test::cli_path(), "run"}, {url_env()})) == 64);
-        CHECK(test::wait_exit(test::spawn(
-                  {test::cli_path(), "run", "x", "--ttl", "-3s", "--", "/bin/true"}, {url_env()})) ==
-              64);
+        CHECK(test::wait_exit(
+                  test::spawn({test::cli_path(), "run", "x", "--ttl", "-3s", "--", "/bin/true"},
+                              {url_env()})) == 64);
     }
 
 } // TEST_SUITE backend

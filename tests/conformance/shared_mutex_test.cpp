@@ -312,11 +312,11 @@ TEST_SUITE("shared_mutex") {
         // after another (select_for_update's permits die with the killed session at once).
         const auto name = unique_name("rw-killed-writer");
         const auto marker = test::backend().scratch_dir + "/" + name + ".in";
-        const pid_t holder =
-            test::spawn({test::cli_path(), "run", name, "--exclusive", "--max-readers", "3", "--ttl",
-                         "2s", "--strategy", std::string(sqlock::to_string(test::strategy())), "--",
-                         "sh", "-c", "touch '" + marker + "'; sleep 60"},
-                        {"SQLOCK_URL=" + test::backend().url});
+        const pid_t holder = test::spawn({test::cli_path(), "run", name, "--exclusive",
+                                          "--max-readers", "3", "--ttl", "2s", "--strategy",
+                                          std::string(sqlock::to_string(test::strategy())), "--",
+                                          "sh", "-c", "touch '" + marker + "'; sleep 60"},
+                                         {"SQLOCK_URL=" + test::backend().url});
         REQUIRE(test::eventually([&] { return std::filesystem::exists(marker); }, 30s));
         ::kill(-holder, SIGKILL);
         test::wait_exit(holder);

@@ -156,8 +156,8 @@ TEST_SUITE("fair_sqlite") {
         const auto dir = test::backend().scratch_dir + "/" + name;
         std::filesystem::create_directories(dir);
         child releaser(test::spawn(
-            {test::contender_path(), "hog", test::backend().url, name, strategy_arg(), "0", dir}, {},
-            dir + "/grants", dir + "/stderr"));
+            {test::contender_path(), "hog", test::backend().url, name, strategy_arg(), "0", dir},
+            {}, dir + "/grants", dir + "/stderr"));
         REQUIRE(test::eventually([&] { return exists(dir + "/started"); }, 10s));
         mutex waiter(db(), name, opts());
         std::chrono::steady_clock::duration longest{};

@@ -1,5 +1,6 @@
 // sqlock — command-line tool: migrate, run a command under a lock, list locks.
 #include "cli.hpp"
+#include "job_group.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -429,21 +430,6 @@ int cmd_migrate(const options& o) {
     return exit_ok;
 }
 
-volatile sig_atomic_t g_child = 0;
-int g_wakeup_pipe[2] = {-1, -1}; ///< SIGCHLD and the lost signal wake the waiting main thread
-
-void forward_signal(int sig) {
-    if (g_child > 0)
-        kill(static_cast<pid_t>(g_child), sig);
-}
-
-void on_sigchld(int) {
-    const int saved = errno;
-    const char c = 'c';
-    [[maybe_unused]] const auto n = write(g_wakeup_pipe[1], &c, 1);
-    errno = saved;
-}
-
 /// Exit status of a finished child, shell style.
 int status_of(int status) {
     if (WIFEXITED(status))
@@ -469,98 +455,6 @@ std::vector<std::string> child_environment(const std::string& token, const std::
     if (permit)
         env.push_back("SQLOCK_PERMIT=" + std::to_string(*permit));
     return env;
-}
-
-/// Runs `exec` with environment `env` as a child, passing SIGINT/SIGTERM/SIGHUP on to it, and
-/// waits for it. When `lost` turns true (its setter writes to g_wakeup_pipe), the child gets
-/// SIGTERM, then SIGKILL after `grace`. Returns the waitpid() status (exit 127/126 when the
-/// command cannot be started), or -1 when waiting failed (`failure` says why).
-int supervise(const std::vector<std::string>& exec, std::vector<std::string> env_storage,
-              std::chrono::milliseconds grace, const std::atomic<bool>& lost,
-              std::string& failure) {
-    std::vector<char*> child_argv;
-    for (const auto& e : exec)
-        child_argv.push_back(const_cast<char*>(e.c_str()));
-    child_argv.push_back(nullptr);
-    std::vector<char*> child_env;
-    for (auto& e : env_storage)
-        child_env.push_back(e.data());
-    child_env.push_back(nullptr);
-
-    struct sigaction sa {};
-    sa.sa_handler = forward_signal;
-    sigemptyset(&sa.sa_mask);
-    for (const int sig : {SIGINT, SIGTERM, SIGHUP})
-        sigaction(sig, &sa, nullptr);
-    struct sigaction chld {};
-    chld.sa_handler = on_sigchld;
-    sigemptyset(&chld.sa_mask);
-    chld.sa_flags = SA_NOCLDSTOP;
-    sigaction(SIGCHLD, &chld, nullptr);
-
-    // posix_spawn (vfork semantics) rather than fork: no copy of this process's page tables,
-    // about 0.5 ms less per `sqlock run`. The child starts with the forwarded signals and
-    // SIGCHLD at their defaults.
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD})
-        sigaddset(&defaults, sig);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
-    pid_t child = 0;
-    const int spawn_error =
-        posix_spawnp(&child, child_argv[0], nullptr, &attr, child_argv.data(), child_env.data());
-    posix_spawnattr_destroy(&attr);
-    if (spawn_error != 0) {
-        // As a shell says it: 127 when the command is not found, 126 when it cannot run.
-        std::cerr << "sqlock: cannot run " << exec[0] << ": " << std::strerror(spawn_error) << "\n";
-        return W_EXITCODE(spawn_error == ENOENT ? 127 : 126, 0);
-    }
-    g_child = child;
-
-    // Wait for the command; if the lock is lost meanwhile, stop it: SIGTERM, then SIGKILL after
-    // the grace period.
-    int status = 0;
-    std::optional<std::chrono::steady_clock::time_point> kill_at;
-    for (;;) {
-        const pid_t done = waitpid(child, &status, WNOHANG);
-        if (done == child)
-            break;
-        if (done < 0 && errno != EINTR) {
-            failure = std::string("waitpid failed: ") + std::strerror(errno);
-            status = -1;
-            break;
-        }
-        if (lost && !kill_at) {
-            kill(child, SIGTERM);
-            kill_at = std::chrono::steady_clock::now() + grace;
-        }
-        int timeout_ms = -1;
-        if (kill_at) {
-            const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-                *kill_at - std::chrono::steady_clock::now());
-            if (left.count() <= 0) {
-                kill(child, SIGKILL);
-                kill_at = std::chrono::steady_clock::time_point::max();
-            } else {
-                timeout_ms = static_cast<int>(std::min<long long>(left.count(), 60'000));
-            }
-        }
-        pollfd pfd{g_wakeup_pipe[0], POLLIN, 0};
-        poll(&pfd, 1, timeout_ms);
-        char drain[64];
-        while (read(g_wakeup_pipe[0], drain, sizeof drain) > 0) {
-        }
-    }
-    g_child = 0;
-    return status;
-}
-
-void open_wakeup_pipe() {
-    if (pipe2(g_wakeup_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-        throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
 }
 
 /// `sqlock run NAME --once-per PERIOD` / `--slot KEY`: the job path (sqlock::job).
@@ -593,14 +487,13 @@ int run_job(const options& o, job_run_args a) {
         // The grant's stop token: requested when the lock is lost; wakes the supervisor.
         std::stop_callback on_stop(ctx.stop, [&] {
             lost = true;
-            const char c = 'l';
-            [[maybe_unused]] const auto n = write(g_wakeup_pipe[1], &c, 1);
+            wake_job_supervisor();
         });
         auto env = child_environment(std::to_string(ctx.token), a.name);
         std::erase_if(env, [](const std::string& e) { return e.starts_with("SQLOCK_SLOT="); });
         env.push_back("SQLOCK_SLOT=" + ctx.slot);
         std::string failure;
-        raw_status = supervise(o.exec, std::move(env), a.grace, lost, failure);
+        raw_status = run_job_group(o.exec, env, a.grace, lost, failure);
         sqlock::job_report rep;
         if (raw_status < 0) {
             rep.exit_status = exit_software;
@@ -787,8 +680,7 @@ int cmd_run(const options& o) {
             lost_message = std::string(sqlock::to_string(event.reason)) + ": " + event.message;
         }
         lost = true;
-        const char c = 'l';
-        [[maybe_unused]] const auto n = write(g_wakeup_pipe[1], &c, 1);
+        wake_job_supervisor();
     };
 
     // --wait counts from here: a server without free connection slots is waited out first.
@@ -852,8 +744,8 @@ int run_holding(Lock& m, sqlock::database& db, const options& o,
     if constexpr (is_semaphore)
         permit = m.permit();
     std::string failure;
-    const int status = supervise(o.exec, child_environment(std::to_string(m.token()), name, permit),
-                                 grace, lost, failure);
+    const int status = run_job_group(
+        o.exec, child_environment(std::to_string(m.token()), name, permit), grace, lost, failure);
     if (status < 0)
         std::cerr << "sqlock: " << failure << "\n";
     m.unlock();

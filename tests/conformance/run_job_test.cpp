@@ -1,0 +1,154 @@
+// `sqlock run`: the job never outlives its lock (tools/sqlock/job_group.hpp). Real processes:
+// a job with a grandchild that both write timestamps, a second host waiting, and the CLI (or
+// its guard process) killed with SIGKILL, or the lease released by force.
+#include "backend_fixture.hpp"
+
+#include <cerrno>
+#include <doctest/doctest.h>
+#include <filesystem>
+#include <fstream>
+#include <signal.h>
+#include <sstream>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string url_env() {
+    return "SQLOCK_URL=" + test::backend().url;
+}
+
+std::string strategy_arg() {
+    return std::string(sqlock::to_string(test::strategy()));
+}
+
+/// A job whose shell and a grandchild both append the wall clock (ns) to `beats` every 50 ms,
+/// after writing the shell's pid (the job's process group) to `pgid_file`.
+std::string beating_job(const std::string& pgid_file, const std::string& beats) {
+    return "echo $$ > '" + pgid_file + "'; (while :; do date +%s%N >> '" + beats +
+           "'; sleep 0.05; done) & while :; do date +%s%N >> '" + beats + "'; sleep 0.05; done";
+}
+
+long long last_beat(const std::string& beats) {
+    std::istringstream in(test::read_file(beats));
+    long long t = 0;
+    long long last = 0;
+    while (in >> t)
+        last = std::max(last, t);
+    return last;
+}
+
+bool group_gone(pid_t pgid) {
+    return kill(-pgid, 0) != 0 && errno == ESRCH;
+}
+
+/// The guard of a `sqlock run` (its child process named sqlock), or 0.
+pid_t guard_of(pid_t cli) {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        const auto pid = std::atoi(entry.path().filename().c_str());
+        if (pid <= 0)
+            continue;
+        std::ifstream stat(entry.path() / "stat");
+        std::string line;
+        std::getline(stat, line);
+        const auto close = line.rfind(')');
+        if (close == std::string::npos || line.find("(sqlock)") == std::string::npos)
+            continue;
+        std::istringstream rest(line.substr(close + 2));
+        char state = 0;
+        long ppid = 0;
+        rest >> state >> ppid;
+        if (ppid == cli)
+            return pid;
+    }
+    return 0;
+}
+
+struct job_files {
+    std::string dir;
+    std::string pgid;
+    std::string beats;
+    std::string started;
+};
+
+job_files files_for(const std::string& name) {
+    job_files f;
+    f.dir = test::backend().scratch_dir + "/" + name;
+    std::filesystem::create_directories(f.dir);
+    f.pgid = f.dir + "/pgid";
+    f.beats = f.dir + "/beats";
+    f.started = f.dir + "/second-started";
+    return f;
+}
+
+pid_t start_holder(const std::string& name, const job_files& f, const std::string& ttl) {
+    return test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--ttl", ttl,
+                        "--", "/bin/sh", "-c", beating_job(f.pgid, f.beats)},
+                       {url_env()});
+}
+
+pid_t await_pgid(const job_files& f) {
+    REQUIRE(test::eventually([&] { return !test::read_file(f.pgid).empty(); }, 10s));
+    return static_cast<pid_t>(std::stol(test::read_file(f.pgid)));
+}
+
+} // namespace
+
+TEST_SUITE("common") {
+
+    TEST_CASE("sqlock run killed with SIGKILL: no process of its job writes after the next "
+              "holder's job starts") {
+        // What the OOM killer does to the CLI alone: its guard stops the job and its
+        // grandchild before what keeps the lock (the lease's renewals, the session) is gone.
+        const bool lease = test::strategy() != sqlock::strategy::select_for_update;
+        const auto name = test::unique_name("run-kill9");
+        const auto f = files_for(name);
+        const pid_t holder = start_holder(name, f, lease ? "1s" : "30s");
+        const pid_t pgid = await_pgid(f);
+        REQUIRE(test::eventually([&] { return last_beat(f.beats) > 0; }, 10s));
+        const pid_t second =
+            test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--wait",
+                         "30s", "--", "/bin/sh", "-c", "date +%s%N > '" + f.started + "'"},
+                        {url_env()});
+        kill(holder, SIGKILL); // the CLI only: not its group, not its guard
+        CHECK(test::wait_exit(holder) == 128 + SIGKILL);
+        CHECK(test::wait_exit(second) == 0);
+        const auto started = std::stoll(test::read_file(f.started));
+        CHECK(test::eventually([&] { return group_gone(pgid); }, 5s));
+        CHECK_MESSAGE(last_beat(f.beats) < started, "the killed holder's job wrote "
+                                                        << (last_beat(f.beats) - started) / 1000000
+                                                        << " ms after the next job started");
+    }
+
+    TEST_CASE("sqlock run: its guard killed with SIGKILL stops the job, then the lock is free") {
+        const auto name = test::unique_name("run-guard9");
+        const auto f = files_for(name);
+        const pid_t holder = start_holder(name, f, "30s");
+        const pid_t pgid = await_pgid(f);
+        pid_t guard = 0;
+        REQUIRE(test::eventually([&] { return (guard = guard_of(holder)) > 0; }, 5s));
+        kill(guard, SIGKILL);
+        CHECK(test::wait_exit(holder) == 70); // the command was stopped: a failure, said so
+        CHECK(test::eventually([&] { return group_gone(pgid); }, 5s));
+        const auto beats_after = last_beat(f.beats);
+        sqlock::mutex after(test::db(), name, test::opts());
+        CHECK(after.try_lock_for(5s)); // released by the CLI once the job was gone
+        CHECK(last_beat(f.beats) == beats_after);
+    }
+}
+
+TEST_SUITE("lease") {
+
+    TEST_CASE("sqlock run: a lease lost to release --force stops the job's grandchildren too") {
+        const auto name = test::unique_name("run-forced");
+        const auto f = files_for(name);
+        // A 3 s lease renewed every second: the loss is found within about a second.
+        const pid_t holder = start_holder(name, f, "3s");
+        const pid_t pgid = await_pgid(f);
+        const pid_t release =
+            test::spawn({test::cli_path(), "release", name, "--force"}, {url_env()});
+        CHECK(test::wait_exit(release) == 0);
+        CHECK(test::wait_exit(holder) == 76);
+        CHECK(test::eventually([&] { return group_gone(pgid); }, 5s));
+    }
+}

@@ -1,0 +1,41 @@
+// The command of `sqlock run` as a job: a process group of its own, started and watched by a
+// guard process, so that no process of the job outlives what keeps the lock.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace sqlock::cli {
+
+/// Makes the pipe that wakes run_job_group() when the lock is lost; call once before it.
+/// Throws std::runtime_error when the pipe cannot be made.
+void open_wakeup_pipe();
+
+/// Wakes a running run_job_group() (another thread's lost signal). Async-signal-safe.
+void wake_job_supervisor() noexcept;
+
+/// Runs `exec` (argv; argv[0] is searched in PATH) with environment `env` as a job, and returns
+/// once every process of the job has exited. The contract:
+/// - the job is a process group of its own, forked by a guard process: a fork of sqlock that
+///   holds a copy of every descriptor sqlock has (its database connections, its lock files);
+/// - when sqlock has the terminal, the job's group is the terminal's foreground group while it
+///   runs (one Ctrl-C is one SIGINT for the job); a job stopped from the terminal stops
+///   sqlock too, and `fg` continues both;
+/// - SIGINT, SIGTERM and SIGHUP sent to sqlock are sent on to the job's group;
+/// - when `lost` turns true (followed by wake_job_supervisor()), the group gets SIGTERM, and
+///   SIGKILL `grace` later;
+/// - the job has ended when its command has exited and no other process of its group is left;
+/// - when sqlock dies (SIGKILL, the OOM killer), the guard SIGKILLs the job's group and exits
+///   only once no process of it is left, so the lock's connection and files outlive the job;
+///   when the guard dies, sqlock does the same and reports a failure;
+/// - not covered: a process that leaves the group (setsid, setpgid), and sqlock and its guard
+///   killed together (fencing with SQLOCK_TOKEN covers those).
+/// Returns the command's waitpid() status (exit 127 when it is not found, 126 when it cannot
+/// run), or -1 when supervising failed (`failure` says why; the job was stopped).
+int run_job_group(const std::vector<std::string>& exec, const std::vector<std::string>& env,
+                  std::chrono::milliseconds grace, const std::atomic<bool>& lost,
+                  std::string& failure);
+
+} // namespace sqlock::cli
