@@ -261,6 +261,13 @@ paused_server::paused_server() {
     REQUIRE_MESSAGE(pid != nullptr, var << " is not set: run under tools/testdb.sh");
     m_pids.push_back(static_cast<pid_t>(std::stol(pid)));
     REQUIRE(kill(m_pids.front(), SIGSTOP) == 0);
+    for (const auto child : children_of(m_pids.front()))
+        if (kill(child, SIGSTOP) == 0)
+            m_pids.push_back(child);
+}
+
+std::vector<pid_t> children_of(pid_t parent, const std::string& command) {
+    std::vector<pid_t> children;
     for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
         const auto child = std::atoi(entry.path().filename().c_str());
         if (child <= 0)
@@ -269,15 +276,17 @@ paused_server::paused_server() {
         std::string line;
         std::getline(stat, line);
         const auto close = line.rfind(')');
-        if (close == std::string::npos)
+        if (close == std::string::npos ||
+            (!command.empty() && line.find("(" + command + ")") == std::string::npos))
             continue;
         std::istringstream rest(line.substr(close + 2));
         char state = 0;
         long ppid = 0;
         rest >> state >> ppid;
-        if (ppid == m_pids.front() && kill(child, SIGSTOP) == 0)
-            m_pids.push_back(child);
+        if (ppid == parent)
+            children.push_back(child);
     }
+    return children;
 }
 
 paused_server::~paused_server() {

@@ -138,6 +138,9 @@ struct lost_probe {
     }
 };
 
+/// The processes whose parent is `parent` (and whose command name is `command`, if given).
+std::vector<pid_t> children_of(pid_t parent, const std::string& command = {});
+
 /// Stops (SIGSTOP) the database server process for the backend under test, and all its
 /// children (PostgreSQL runs one backend process per connection); SIGCONT on destruction. The
 /// PID comes from tools/testdb.sh; a missing PID fails the test.

@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <doctest/doctest.h>
 #include <filesystem>
-#include <fstream>
 #include <signal.h>
 #include <sstream>
 
@@ -22,12 +21,23 @@ std::string strategy_arg() {
     return std::string(sqlock::to_string(test::strategy()));
 }
 
-/// A job whose shell and a grandchild both append the wall clock (ns) to `beats` every 50 ms,
-/// after writing the shell's pid (the job's process group) to `pgid_file`.
+/// A job whose shell and a grandchild both append the wall clock (ns) to `beats` every 50 ms
+/// for at most a minute (a failed test leaves no endless process behind), after writing the
+/// shell's pid (the job's process group) to `pgid_file`.
 std::string beating_job(const std::string& pgid_file, const std::string& beats) {
-    return "echo $$ > '" + pgid_file + "'; (while :; do date +%s%N >> '" + beats +
-           "'; sleep 0.05; done) & while :; do date +%s%N >> '" + beats + "'; sleep 0.05; done";
+    const std::string beat = "i=0; while [ $i -lt 1200 ]; do date +%s%N >> '" + beats +
+                             "'; sleep 0.05; i=$((i+1)); done";
+    return "echo $$ > '" + pgid_file + "'; (" + beat + ") & " + beat;
 }
+
+/// Kills what is left of a job when a test ends (nothing, when it passed).
+struct group_reaper {
+    pid_t pgid = 0;
+    ~group_reaper() {
+        if (pgid > 0)
+            kill(-pgid, SIGKILL);
+    }
+};
 
 long long last_beat(const std::string& beats) {
     std::istringstream in(test::read_file(beats));
@@ -44,24 +54,8 @@ bool group_gone(pid_t pgid) {
 
 /// The guard of a `sqlock run` (its child process named sqlock), or 0.
 pid_t guard_of(pid_t cli) {
-    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-        const auto pid = std::atoi(entry.path().filename().c_str());
-        if (pid <= 0)
-            continue;
-        std::ifstream stat(entry.path() / "stat");
-        std::string line;
-        std::getline(stat, line);
-        const auto close = line.rfind(')');
-        if (close == std::string::npos || line.find("(sqlock)") == std::string::npos)
-            continue;
-        std::istringstream rest(line.substr(close + 2));
-        char state = 0;
-        long ppid = 0;
-        rest >> state >> ppid;
-        if (ppid == cli)
-            return pid;
-    }
-    return 0;
+    const auto guards = test::children_of(cli, "sqlock");
+    return guards.empty() ? 0 : guards.front();
 }
 
 struct job_files {
@@ -105,6 +99,7 @@ TEST_SUITE("common") {
         const auto f = files_for(name);
         const pid_t holder = start_holder(name, f, lease ? "1s" : "30s");
         const pid_t pgid = await_pgid(f);
+        const group_reaper leftovers{pgid};
         REQUIRE(test::eventually([&] { return last_beat(f.beats) > 0; }, 10s));
         const pid_t second =
             test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--wait",
@@ -125,6 +120,7 @@ TEST_SUITE("common") {
         const auto f = files_for(name);
         const pid_t holder = start_holder(name, f, "30s");
         const pid_t pgid = await_pgid(f);
+        const group_reaper leftovers{pgid};
         pid_t guard = 0;
         REQUIRE(test::eventually([&] { return (guard = guard_of(holder)) > 0; }, 5s));
         kill(guard, SIGKILL);
@@ -145,6 +141,7 @@ TEST_SUITE("lease") {
         // A 3 s lease renewed every second: the loss is found within about a second.
         const pid_t holder = start_holder(name, f, "3s");
         const pid_t pgid = await_pgid(f);
+        const group_reaper leftovers{pgid};
         const pid_t release =
             test::spawn({test::cli_path(), "release", name, "--force"}, {url_env()});
         CHECK(test::wait_exit(release) == 0);

@@ -110,10 +110,11 @@ for v in $environment; do
 done
 
 # Exit codes: the CLI's (cli.hpp), check's Nagios codes and those `run` gives when it cannot
-# start the command (`W_EXITCODE(...)` in main.cpp).
+# start the command (`W_EXITCODE(...)` in main.cpp and job_group.cpp).
 codes=$( (grep -oE 'exit_[a-z_]+ = [0-9]+' "$src/tools/sqlock/cli.hpp"
     grep -oE 'nagios_[a-z]+ = [0-9]+' "$main_cpp" | grep -oE '[0-9]+$'
-    grep -oE '\bW_EXITCODE\([^;]*\)' "$main_cpp") | grep -oE '[0-9]+' | sort -un)
+    grep -ohE '\bW_EXITCODE\([^;]*\)' "$main_cpp" "$src/tools/sqlock/job_group.cpp") |
+    grep -oE '[0-9]+' | sort -un)
 [[ $(wc -w <<<"$codes") -ge 12 ]] || fail "found only these exit codes: $codes"
 exit_text=$(section '^EXIT STATUS$')
 for code in $codes; do

@@ -164,8 +164,16 @@ struct job_spec {
 };
 
 /// In the job's process, between the guard's fork and exec.
-[[noreturn]] void become_job(const job_spec& spec) noexcept {
+/// It runs the command only once the guard has told sqlock its group ("go" on `go_fd`): if the
+/// guard dies before that, sqlock could not stop it, so it exits instead.
+[[noreturn]] void become_job(const job_spec& spec, int go_fd) noexcept {
     setpgid(0, 0);
+    char go = 0;
+    while (read(go_fd, &go, 1) < 0 && errno == EINTR) {
+    }
+    if (go != 'g')
+        _exit(127);
+    close(go_fd);
     if (spec.tty >= 0)
         tcsetpgrp(spec.tty, getpid()); // SIGTTOU is ignored here: allowed from the background
     struct sigaction dfl {};
@@ -206,15 +214,23 @@ struct job_spec {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
 
+    int go[2];
+    if (pipe2(go, O_CLOEXEC) != 0)
+        _exit(70);
     const pid_t job = fork();
-    if (job == 0)
-        become_job(spec);
+    if (job == 0) {
+        close(go[1]);
+        become_job(spec, go[0]);
+    }
+    close(go[0]);
     if (job < 0) {
         send_message(link, 'E', W_EXITCODE(126, 0));
         _exit(0);
     }
     setpgid(job, job); // also here: whichever runs first makes the group
     send_message(link, 'J', job);
+    write_byte(go[1], 'g'); // sqlock knows the group now: the job may start
+    close(go[1]);
 
     std::optional<int> status;
     for (;;) {
