@@ -28,12 +28,14 @@ for binary in "$work/prefix/bin/sqlock" "$libdir/libsqlock.so.0"; do
         exit 1
     fi
 done
+# (grep without -q here and below: under pipefail, a grep -q that stops reading early fails the
+# pipeline with its writer's SIGPIPE, now and then, on a loaded machine.)
 for module in "$libdir"/sqlock0/sqlock-*.so; do
     backend=$(basename "$module" .so)
     backend=${backend#sqlock-}
     driver=$(case $backend in postgresql) echo libpq ;; mysql) echo libmysqlcppconn ;;
         sqlite) echo libsqlite3 ;; esac)
-    if ! env -u LD_LIBRARY_PATH ldd "$module" | grep -q "$driver"; then
+    if ! env -u LD_LIBRARY_PATH ldd "$module" | grep "$driver" >/dev/null; then
         echo "$module does not load $driver" >&2
         exit 1
     fi
@@ -46,7 +48,7 @@ if cmake -S "$src/tests/install" -B "$work/no-module" -DCMAKE_PREFIX_PATH="$work
     echo "find_package(sqlock COMPONENTS sqlite) succeeded without the sqlite module" >&2
     exit 1
 fi
-tr -s ' \n' ' ' <"$work/no-module.log" | grep -q "install libsqlock0-sqlite"
+tr -s ' \n' ' ' <"$work/no-module.log" | grep "install libsqlock0-sqlite" >/dev/null
 if env -u LD_LIBRARY_PATH "$work/prefix/bin/sqlock" --url "sqlite://$work/cli.db" status \
     2>"$work/no-module.err"; then
     echo "sqlock ran on SQLite without the sqlite module" >&2

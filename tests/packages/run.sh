@@ -56,7 +56,7 @@ env -u LD_LIBRARY_PATH -u SQLOCK_MODULE_DIR sqlock --url "sqlite://$work/cli.db"
 env -u LD_LIBRARY_PATH -u SQLOCK_MODULE_DIR sqlock --url "sqlite://$work/cli.db" \
     run packages-test -- sh -c 'test "$SQLOCK_NAME" = packages-test'
 man -w sqlock >/dev/null
-MANWIDTH=80 man sqlock 2>/dev/null | grep -q 'sqlock'
+MANWIDTH=80 man sqlock 2>/dev/null | grep 'sqlock' >/dev/null
 
 drivers='libpq|libpqxx|libmysqlcppconn|libmariadb|libsqlite3'
 libdir=$(dirname "$(realpath /usr/lib/*/libsqlock.so.0)")
@@ -68,7 +68,7 @@ for binary in /usr/bin/sqlock "$libdir/libsqlock.so.0"; do
 done
 for backend in postgresql:libpq mysql:libmysqlcppconn sqlite:libsqlite3; do
     module="$libdir/sqlock0/sqlock-${backend%%:*}.so"
-    if ! ldd "$module" | grep -q "${backend#*:}"; then
+    if ! ldd "$module" | grep "${backend#*:}" >/dev/null; then
         echo "packages: $module does not load ${backend#*:}" >&2
         exit 1
     fi

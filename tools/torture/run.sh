@@ -619,7 +619,7 @@ run_one() {
     # Deterministic: wait (bounded) until the self-stopped worker has resumed, i.e. made its
     # stale write.
     local give_up=$(($(now_ms) + 30000))
-    while ! cat "$RUN"/h-*.log | grep -q " resumed " && (($(now_ms) < give_up)); do
+    while ! grep -q " resumed " "$RUN"/h-*.log && (($(now_ms) < give_up)); do
       monitor 2>>"$RUN/harness.err"; sleep 0.05
     done
   fi
