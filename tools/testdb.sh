@@ -223,7 +223,7 @@ do_start() {
   setup_users
   do_stop
   # Only remove what this script creates, never DIR itself.
-  rm -rf "$DIR/pg" "$DIR/pg-sock" "$DIR/mariadb" "$DIR/pg.log" "$DIR/mariadb.log" "$DIR/mariadb.args" \
+  rm -rf "$DIR/pg" "$DIR/pg-sock" "$DIR/mariadb" "$DIR/mariadb-tmp" "$DIR/pg.log" "$DIR/mariadb.log" "$DIR/mariadb.args" \
     "$DIR/env.sh"
   check_traversable
   # Unix socket paths are limited to 107 bytes.
@@ -260,11 +260,14 @@ EOF
   # --- MariaDB
   # --no-defaults (must be first) keeps /etc/mysql/*.cnf (system socket, pid,
   # log paths, plugins) out of our instance.
-  local myargs=(--no-defaults --datadir="$DIR/mariadb")
+  # A temporary folder of its own: two bootstraps sharing /tmp at once (instances started side
+  # by side by tools/test-all.sh) removed each other's temporary tables, and
+  # mariadb-install-db failed with "Installation of system tables failed".
+  local myargs=(--no-defaults --datadir="$DIR/mariadb" --tmpdir="$DIR/mariadb-tmp")
   [[ $EUID -eq 0 ]] && myargs+=(--user="$MY_OS_USER")
-  mkdir -m 700 "$DIR/mariadb"
+  mkdir -m 700 "$DIR/mariadb" "$DIR/mariadb-tmp"
   touch "$DIR/mariadb.log"
-  chown "$MY_OS_USER:" "$DIR/mariadb" "$DIR/mariadb.log"
+  chown "$MY_OS_USER:" "$DIR/mariadb" "$DIR/mariadb-tmp" "$DIR/mariadb.log"
   # "normal": passwordless root (the default "socket" ties root to OS user
   # names). It also creates root@127.0.0.1/::1/<hostname>, removed below.
   mariadb-install-db "${myargs[@]}" --auth-root-authentication-method=normal --skip-test-db \

@@ -208,6 +208,9 @@ write_cnf() { # N
 [mariadbd]
 ${RUN_AS:+user=$RUN_AS}
 datadir=$DIR/n$n/data
+# A temporary folder of its own: bootstraps that share /tmp at once can remove each other's
+# temporary tables (seen with testdb.sh's "Installation of system tables failed").
+tmpdir=$DIR/n$n/tmp
 socket=$DIR/n$n/sock
 pid-file=$DIR/n$n/mariadbd.pid
 log-error=$DIR/n$n/error.log
@@ -268,7 +271,7 @@ do_start() {
   for n in "${NODES[@]}"; do
     # The node directory belongs to the server user: the rsync SST daemon runs as that user and
     # writes there (a root-owned data dir fails with "Permission denied (13)").
-    mkdir -m 700 "$DIR/n$n" "$DIR/n$n/data"
+    mkdir -m 700 "$DIR/n$n" "$DIR/n$n/data" "$DIR/n$n/tmp"
     write_cnf "$n"
     touch "$DIR/n$n/error.log"
     chown -R "$MY_OS_USER:" "$DIR/n$n"
