@@ -30,15 +30,6 @@ std::string beating_job(const std::string& pgid_file, const std::string& beats) 
     return "echo $$ > '" + pgid_file + "'; (" + beat + ") & " + beat;
 }
 
-/// Kills what is left of a job when a test ends (nothing, when it passed).
-struct group_reaper {
-    pid_t pgid = 0;
-    ~group_reaper() {
-        if (pgid > 0)
-            kill(-pgid, SIGKILL);
-    }
-};
-
 long long last_beat(const std::string& beats) {
     std::istringstream in(test::read_file(beats));
     long long t = 0;
@@ -75,16 +66,29 @@ job_files files_for(const std::string& name) {
     return f;
 }
 
-pid_t start_holder(const std::string& name, const job_files& f, const std::string& ttl) {
-    return test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--ttl", ttl,
-                        "--", "/bin/sh", "-c", beating_job(f.pgid, f.beats)},
-                       {url_env()});
-}
+/// `sqlock run NAME --ttl TTL -- <beating job>`, started and awaited until its job has said its
+/// process group; what is left of the job is killed when the test ends (nothing, if it passed).
+struct beating_holder {
+    std::string name;
+    job_files f;
+    pid_t cli = 0;
+    pid_t pgid = 0;
 
-pid_t await_pgid(const job_files& f) {
-    REQUIRE(test::eventually([&] { return !test::read_file(f.pgid).empty(); }, 10s));
-    return static_cast<pid_t>(std::stol(test::read_file(f.pgid)));
-}
+    beating_holder(const std::string& base, const std::string& ttl)
+        : name(test::unique_name(base)), f(files_for(name)) {
+        cli = test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--ttl",
+                           ttl, "--", "/bin/sh", "-c", beating_job(f.pgid, f.beats)},
+                          {url_env()});
+        REQUIRE(test::eventually([&] { return !test::read_file(f.pgid).empty(); }, 10s));
+        pgid = static_cast<pid_t>(std::stol(test::read_file(f.pgid)));
+    }
+    ~beating_holder() {
+        if (pgid > 0)
+            kill(-pgid, SIGKILL);
+    }
+    beating_holder(const beating_holder&) = delete;
+    beating_holder& operator=(const beating_holder&) = delete;
+};
 
 } // namespace
 
@@ -95,57 +99,46 @@ TEST_SUITE("common") {
         // What the OOM killer does to the CLI alone: its guard stops the job and its
         // grandchild before what keeps the lock (the lease's renewals, the session) is gone.
         const bool lease = test::strategy() != sqlock::strategy::select_for_update;
-        const auto name = test::unique_name("run-kill9");
-        const auto f = files_for(name);
-        const pid_t holder = start_holder(name, f, lease ? "1s" : "30s");
-        const pid_t pgid = await_pgid(f);
-        const group_reaper leftovers{pgid};
+        const beating_holder h("run-kill9", lease ? "1s" : "30s");
+        const auto& f = h.f;
         REQUIRE(test::eventually([&] { return last_beat(f.beats) > 0; }, 10s));
         const pid_t second =
-            test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--wait",
+            test::spawn({test::cli_path(), "run", h.name, "--strategy", strategy_arg(), "--wait",
                          "30s", "--", "/bin/sh", "-c", "date +%s%N > '" + f.started + "'"},
                         {url_env()});
-        kill(holder, SIGKILL); // the CLI only: not its group, not its guard
-        CHECK(test::wait_exit(holder) == 128 + SIGKILL);
+        kill(h.cli, SIGKILL); // the CLI only: not its group, not its guard
+        CHECK(test::wait_exit(h.cli) == 128 + SIGKILL);
         CHECK(test::wait_exit(second) == 0);
         const auto started = std::stoll(test::read_file(f.started));
-        CHECK(test::eventually([&] { return group_gone(pgid); }, 5s));
+        CHECK(test::eventually([&] { return group_gone(h.pgid); }, 5s));
         CHECK_MESSAGE(last_beat(f.beats) < started, "the killed holder's job wrote "
                                                         << (last_beat(f.beats) - started) / 1000000
                                                         << " ms after the next job started");
     }
 
     TEST_CASE("sqlock run: its guard killed with SIGKILL stops the job, then the lock is free") {
-        const auto name = test::unique_name("run-guard9");
-        const auto f = files_for(name);
-        const pid_t holder = start_holder(name, f, "30s");
-        const pid_t pgid = await_pgid(f);
-        const group_reaper leftovers{pgid};
+        const beating_holder h("run-guard9", "30s");
         pid_t guard = 0;
-        REQUIRE(test::eventually([&] { return (guard = guard_of(holder)) > 0; }, 5s));
+        REQUIRE(test::eventually([&] { return (guard = guard_of(h.cli)) > 0; }, 5s));
         kill(guard, SIGKILL);
-        CHECK(test::wait_exit(holder) == 70); // the command was stopped: a failure, said so
-        CHECK(test::eventually([&] { return group_gone(pgid); }, 5s));
-        const auto beats_after = last_beat(f.beats);
-        sqlock::mutex after(test::db(), name, test::opts());
+        CHECK(test::wait_exit(h.cli) == 70); // the command was stopped: a failure, said so
+        CHECK(test::eventually([&] { return group_gone(h.pgid); }, 5s));
+        const auto beats_after = last_beat(h.f.beats);
+        sqlock::mutex after(test::db(), h.name, test::opts());
         CHECK(after.try_lock_for(5s)); // released by the CLI once the job was gone
-        CHECK(last_beat(f.beats) == beats_after);
+        CHECK(last_beat(h.f.beats) == beats_after);
     }
 }
 
 TEST_SUITE("lease") {
 
     TEST_CASE("sqlock run: a lease lost to release --force stops the job's grandchildren too") {
-        const auto name = test::unique_name("run-forced");
-        const auto f = files_for(name);
         // A 3 s lease renewed every second: the loss is found within about a second.
-        const pid_t holder = start_holder(name, f, "3s");
-        const pid_t pgid = await_pgid(f);
-        const group_reaper leftovers{pgid};
+        const beating_holder h("run-forced", "3s");
         const pid_t release =
-            test::spawn({test::cli_path(), "release", name, "--force"}, {url_env()});
+            test::spawn({test::cli_path(), "release", h.name, "--force"}, {url_env()});
         CHECK(test::wait_exit(release) == 0);
-        CHECK(test::wait_exit(holder) == 76);
-        CHECK(test::eventually([&] { return group_gone(pgid); }, 5s));
+        CHECK(test::wait_exit(h.cli) == 76);
+        CHECK(test::eventually([&] { return group_gone(h.pgid); }, 5s));
     }
 }
