@@ -345,6 +345,7 @@ private:
         auto g = granted(results.back(), acquire_sent, req.ttl, &state);
         if (!g) {
             state.contended = true; // first in line, but the lease is held: wait for it
+            const route_scope via_seat(db, seat_session(state)); // any read-back too
             g = adopt_or_note(db, req, results.back(), &state);
         }
         if (g) {
@@ -364,8 +365,12 @@ private:
                 const auto item = acquire_item(req, nullptr, true);
                 const auto res = state.seat->get().execute(item.id, item.params);
                 auto outcome = granted(res, sent, req.ttl, &state);
-                if (!outcome)
+                if (!outcome) {
+                    // Any read-back goes to the seat too: the pool may have no idle session
+                    // left (the seat is one), and a new connection would outlive this wait.
+                    const route_scope via_seat(db, seat_session(state));
                     outcome = adopt_or_note(db, req, res, &state);
+                }
                 return outcome;
             } catch (const error& e) {
                 if (e.code() == errc::connection)
