@@ -37,6 +37,10 @@ struct leader_options {
     /// the term. Must not block for long and must not call into this leader_election. Not
     /// called for resign().
     std::function<void(const lock_lost_event&)> on_lost{};
+    /// Called when the term's lease is at risk (renewals failing: event.lease_end says when
+    /// the term ends unless one gets through) and again when it is safe, as
+    /// mutex_options::on_at_risk.
+    std::function<void(const lock_at_risk_event&)> on_at_risk{};
 };
 
 /// The current leader of an election, as the database's lock row says (leader_election::leader).

@@ -76,6 +76,20 @@ struct lock_lost_event {
     std::string message;                    ///< what happened, for logs
 };
 
+/// What an on_at_risk callback is told: a held lease may not last, or (at_risk false) is safe
+/// again.
+struct lock_at_risk_event {
+    std::string name;       ///< the lock name
+    std::int64_t token = 0; ///< fencing token of the grant
+    /// True: the last renewal failed, or none was confirmed while half the TTL went by (with
+    /// renewal off: half the TTL is left). False: a renewal got through again.
+    bool at_risk = true;
+    /// The lease's local end: unless a renewal gets through first, the lock is reported lost
+    /// then. Always before anyone else can be granted it (see owns_lock()).
+    std::chrono::steady_clock::time_point lease_end{};
+    std::string message; ///< the last renewal's error, if any, for logs
+};
+
 /// Per-mutex settings.
 struct mutex_options {
     /// How the lock is represented. Checked against the backend when the mutex is made
@@ -97,6 +111,12 @@ struct mutex_options {
     /// Called once, from sqlock's background thread, when a held lock is lost (see
     /// loss_reason). Must not block for long and must not call into this mutex.
     std::function<void(const lock_lost_event&)> on_lost{};
+    /// Called from sqlock's background thread when a held lease becomes at risk (see
+    /// lock_at_risk_event), and again with at_risk false when a renewal gets through after
+    /// that: once per change, before on_lost. Work that cannot check owns_lock() in time uses
+    /// event.lease_end to stop before the lock can be lost (`sqlock run` stops its job so).
+    /// Same rules as on_lost.
+    std::function<void(const lock_at_risk_event&)> on_at_risk{};
 };
 
 /// A distributed lock named `name` in database `db`.

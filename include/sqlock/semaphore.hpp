@@ -26,8 +26,9 @@ inline constexpr std::int64_t max_permits = 1000;
 /// max_name_length.
 inline constexpr std::size_t max_semaphore_name_length = max_name_length - 16;
 
-/// Per-semaphore settings: the same as a mutex's (strategy, ttl, backoff, renew, on_lost),
-/// applied to each permit. on_lost is told the semaphore's name, and the permit in its message.
+/// Per-semaphore settings: the same as a mutex's (strategy, ttl, backoff, renew, on_lost,
+/// on_at_risk), applied to each permit. on_lost and on_at_risk are told the semaphore's name,
+/// and the permit in their message.
 using semaphore_options = mutex_options;
 
 /// A counting semaphore named `name` in database `db`: at most `permits` holders at once

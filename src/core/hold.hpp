@@ -24,6 +24,7 @@ struct active_hold {
     std::thread::id thread;
     bool renew = false;
     std::function<void(const lock_lost_event&)> on_lost;
+    std::function<void(const lock_at_risk_event&)> on_at_risk;
     std::stop_source stop;
 
     /// Serialises database work on this grant (the owner's re-entry/release and the keeper's
@@ -39,6 +40,7 @@ struct active_hold {
     std::chrono::steady_clock::time_point next_renewal{}; ///< when the keeper renews next
     bool last_renewal_failed = false; ///< the database did not answer the last renewal
     bool renewal_in_flight = false;   ///< a renewal was sent and has not returned yet
+    bool told_at_risk = false;        ///< on_at_risk's last call said at risk
 
     lock_request request() const { return lock_request{name, owner, ttl}; }
 
@@ -48,6 +50,11 @@ struct active_hold {
 
     /// True while not lost, not released, and before the local end of the lease.
     bool valid(std::chrono::steady_clock::time_point now) const;
+
+    /// Tells on_at_risk when the lease's risk changed since its last call (at risk: the last
+    /// renewal failed, or less than half the TTL is left at `now`). Returns when to look
+    /// again: the time it becomes at risk, or time_point::max(). Lost or released: nothing.
+    std::chrono::steady_clock::time_point update_risk(std::chrono::steady_clock::time_point now);
 };
 
 /// The process-wide background work for held locks: one thread renews every lease that asked
@@ -61,6 +68,12 @@ public:
     void poke();
 
 private:
+    /// Wakes the watchdog (a renewal's outcome changed a lease's risk).
+    void wake_watch();
+    /// Records a renewal of `h` that failed with `what` (tried again at ttl/10; `next`: the
+    /// renewal thread's next wake-up) and wakes the watchdog to tell on_at_risk.
+    void note_failed_renewal(active_hold& h, const std::string& what,
+                             std::chrono::steady_clock::time_point& next);
     lease_keeper() = default;
     void renew_loop();
     void watch_loop();

@@ -29,6 +29,7 @@ public:
         o.retry_max = m_options.retry_max;
         o.renew = true;
         o.on_lost = m_options.on_lost;
+        o.on_at_risk = m_options.on_at_risk;
         return std::make_unique<mutex>(m_db, m_name, std::move(o));
     }
 

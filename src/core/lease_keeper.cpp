@@ -31,6 +31,34 @@ bool active_hold::valid(std::chrono::steady_clock::time_point now) const {
     return reason == loss_reason::none && !released && now < current.valid_until;
 }
 
+std::chrono::steady_clock::time_point
+active_hold::update_risk(std::chrono::steady_clock::time_point now) {
+    lock_at_risk_event event;
+    auto look_again = std::chrono::steady_clock::time_point::max();
+    {
+        std::lock_guard lock(state_mutex);
+        if (reason != loss_reason::none || released)
+            return look_again;
+        const auto risk_from = current.valid_until - ttl / 2;
+        const bool at_risk = last_renewal_failed || now >= risk_from;
+        if (!at_risk)
+            look_again = risk_from;
+        if (at_risk == told_at_risk)
+            return look_again;
+        told_at_risk = at_risk;
+        event = lock_at_risk_event{name, current.token, at_risk, current.valid_until,
+                                   last_renewal_failed ? message : std::string()};
+    }
+    if (on_at_risk) {
+        try {
+            on_at_risk(event);
+        } catch (...) {
+            // A throwing callback must not take the keeper thread down.
+        }
+    }
+    return look_again;
+}
+
 lease_keeper& lease_keeper::instance() {
     // Never destroyed: its threads run for the life of the process (detached), so no static
     // destructor has to join them while other static objects are torn down.
@@ -77,6 +105,12 @@ void lease_keeper::poke() {
     m_watch_cv.notify_all();
 }
 
+void lease_keeper::wake_watch() {
+    std::lock_guard lock(m_mutex);
+    m_watch_dirty = true;
+    m_watch_cv.notify_all();
+}
+
 void lease_keeper::start_locked() {
     if (m_started)
         return;
@@ -104,6 +138,19 @@ std::vector<std::shared_ptr<active_hold>> live(std::vector<std::weak_ptr<active_
 constexpr auto idle_wait = std::chrono::seconds(60);
 
 } // namespace
+
+void lease_keeper::note_failed_renewal(active_hold& h, const std::string& what,
+                                       std::chrono::steady_clock::time_point& next) {
+    {
+        std::lock_guard state(h.state_mutex);
+        h.renewal_in_flight = false;
+        h.last_renewal_failed = true;
+        h.message = what;
+        h.next_renewal = std::chrono::steady_clock::now() + h.ttl / 10;
+        next = std::min(next, h.next_renewal);
+    }
+    wake_watch();
+}
 
 void lease_keeper::renew_loop() {
     using clock = std::chrono::steady_clock;
@@ -149,13 +196,19 @@ void lease_keeper::renew_loop() {
             }
             try {
                 auto renewed = h->strategy->renew(*h->db, h->request(), held);
-                std::lock_guard state(h->state_mutex);
-                h->renewal_in_flight = false;
-                renewed.hold_count = h->current.hold_count;
-                h->current.valid_until = renewed.valid_until;
-                h->next_renewal = clock::now() + h->ttl / 3;
-                h->last_renewal_failed = false;
-                next = std::min(next, h->next_renewal);
+                bool was_at_risk = false;
+                {
+                    std::lock_guard state(h->state_mutex);
+                    h->renewal_in_flight = false;
+                    renewed.hold_count = h->current.hold_count;
+                    h->current.valid_until = renewed.valid_until;
+                    h->next_renewal = clock::now() + h->ttl / 3;
+                    h->last_renewal_failed = false;
+                    next = std::min(next, h->next_renewal);
+                    was_at_risk = h->told_at_risk;
+                }
+                if (was_at_risk)
+                    wake_watch(); // it tells on_at_risk that the lease is safe again
             } catch (const error& e) {
                 {
                     std::lock_guard state(h->state_mutex);
@@ -166,20 +219,12 @@ void lease_keeper::renew_loop() {
                     h->mark_lost(loss_reason::lost, e.what());
                     continue;
                 }
-                // The database did not answer: try again soon; the watchdog declares the loss
-                // (reason unknown) at the lease's local end if no renewal gets through.
-                std::lock_guard state(h->state_mutex);
-                h->last_renewal_failed = true;
-                h->message = e.what();
-                h->next_renewal = clock::now() + h->ttl / 10;
-                next = std::min(next, h->next_renewal);
+                // The database did not answer: try again soon; the watchdog says the lease is
+                // at risk now, and declares the loss (reason unknown) at its local end if no
+                // renewal gets through.
+                note_failed_renewal(*h, e.what(), next);
             } catch (const std::exception& e) {
-                std::lock_guard state(h->state_mutex);
-                h->renewal_in_flight = false;
-                h->last_renewal_failed = true;
-                h->message = e.what();
-                h->next_renewal = clock::now() + h->ttl / 10;
-                next = std::min(next, h->next_renewal);
+                note_failed_renewal(*h, e.what(), next);
             }
         }
         holds.clear(); // hold nothing while idle: a finished hold (and its database) must go
@@ -210,7 +255,7 @@ void lease_keeper::watch_loop() {
                 last_error = h->message;
             }
             if (now < deadline) {
-                next = std::min(next, deadline);
+                next = std::min({next, deadline, h->update_risk(now)});
                 // select_for_update: notice a killed session promptly (a non-blocking check
                 // where the backend has one: PostgreSQL sees the server's goodbye on the
                 // socket). Skipped while the owner or the renewer is using the session.

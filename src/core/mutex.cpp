@@ -488,6 +488,7 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
                 hold->thread = std::this_thread::get_id();
                 hold->renew = impl.m_options.renew;
                 hold->on_lost = impl.m_options.on_lost;
+                hold->on_at_risk = impl.m_options.on_at_risk;
                 hold->current = std::move(*g);
                 impl.m_contended.store(attempts.contended, std::memory_order_relaxed);
                 impl.m_last_token.store(hold->current.token, std::memory_order_relaxed);

@@ -124,6 +124,16 @@ mutex_options permit_pool::permit_options(std::string_view role, std::int64_t k)
             callback(told);
         };
     }
+    if (m_options.on_at_risk) {
+        o.on_at_risk = [callback = m_options.on_at_risk, name = m_name,
+                        what = std::string(role) + " " +
+                               std::to_string(k)](const lock_at_risk_event& event) {
+            lock_at_risk_event told = event;
+            told.name = name;
+            told.message = event.message.empty() ? what : what + ": " + event.message;
+            callback(told);
+        };
+    }
     return o;
 }
 

@@ -45,6 +45,15 @@ public:
             told.message = "writer gate: " + event.message;
             lease_lost(told);
         };
+        if (options.on_at_risk) {
+            gate.on_at_risk = [callback = options.on_at_risk,
+                               name](const lock_at_risk_event& event) {
+                lock_at_risk_event told = event;
+                told.name = name;
+                told.message = "writer gate" + (event.message.empty() ? "" : ": " + event.message);
+                callback(told);
+            };
+        }
         m_gate = std::make_unique<mutex>(reserved_name_t{}, db, reserved_name(name, "writer"),
                                          std::move(gate));
         m_readers = std::make_unique<permit_pool>(std::move(db), std::move(name), max_readers,
