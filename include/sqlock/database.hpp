@@ -61,6 +61,14 @@ struct connect_options {
     /// default that is a warning (topology().warnings, and one line on stderr); with this set
     /// it is errc::topology. A read-only standby is always refused.
     bool require_synchronous_replication = false;
+    /// A file that holds the database password, for a URL without one (so that the password
+    /// is not in the URL, a command line or an environment). Its contents are the password;
+    /// one trailing newline is dropped. It must be a regular file that neither group nor
+    /// others may read or write (`chmod 600 FILE`); otherwise, when it is empty, and when the
+    /// URL has a password too, connect() throws errc::invalid_argument. Not read for SQLite.
+    /// Empty (the default): the URL's password; without one, PostgreSQL's libpq looks in
+    /// PGPASSWORD and the password file (~/.pgpass or PGPASSFILE) as usual.
+    std::string password_file;
 };
 
 /// What sqlock found out about the server behind a database handle, from the last connection
@@ -294,6 +302,12 @@ private:
 /// (table_prefix, connect_timeout, io_timeout, pool_size, clock_step_threshold). A mysql://
 /// server that is not MariaDB 10.5 or later gives errc::unsupported.
 database connect(std::string_view url, const connect_options& options = {});
+
+/// `url` without its password ("postgresql://user:pw@host/db" gives
+/// "postgresql://user@host/db"; user, hosts, database and options stay), for handing the URL
+/// to a process that gets the password elsewhere (connect_options::password_file,
+/// ~/.pgpass). A URL without a password is returned unchanged.
+std::string url_without_password(std::string_view url);
 
 /// The DDL that migrate() would apply from scratch for `url`'s backend and options, built
 /// without contacting any database (for `sqlock migrate --print`). Throws

@@ -55,4 +55,14 @@ struct connection_config {
 /// that shows the redacted URL and says what is wrong.
 connection_config parse_url(std::string_view url);
 
+/// `message` with every occurrence of `password` replaced by "***" (a password shorter than 4
+/// characters is left alone: it cannot be told from the text around it). For messages that
+/// quote a server's or a client library's text.
+std::string scrub_password(std::string message, const std::string& password);
+
+/// The password in the file at `path` (connect_options::password_file): one trailing newline
+/// is dropped. Throws errc::invalid_argument, naming the file and the fix, for a file that is
+/// not a regular file, that group or others may read or write, that is empty or unreadable.
+std::string read_password_file(const std::string& path);
+
 } // namespace sqlock::detail

@@ -6,8 +6,13 @@
 #include "core/owner.hpp"
 #include "core/sql_text.hpp"
 
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace sqlock {
 
@@ -26,6 +31,56 @@ std::string_view to_string(backend_kind kind) noexcept {
 } // namespace sqlock
 
 namespace sqlock::detail {
+
+std::string read_password_file(const std::string& path) {
+    const std::string file = "password file \"" + path + "\"";
+    auto fail = [&](const std::string& why) -> std::string {
+        throw error(errc::invalid_argument, file + " " + why);
+    };
+    // O_NONBLOCK: a FIFO must not block here (it is refused below, as anything but a file is).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return fail(std::string("cannot be opened: ") + std::strerror(errno));
+    struct closer {
+        int fd;
+        ~closer() { ::close(fd); }
+    } close_it{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0)
+        return fail(std::string("cannot be read: ") + std::strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return fail("is not a regular file: give the path of a file that holds only the "
+                    "password (chmod 600 FILE)");
+    if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+        return fail(std::string("may be read or written by group or others (mode ") + mode +
+                    "): it must be private to its owner; run \"chmod 600 " + path + "\"");
+    }
+    std::string password;
+    char buffer[4096];
+    for (;;) {
+        const auto n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return fail(std::string("cannot be read: ") + std::strerror(errno));
+        if (n == 0)
+            break;
+        password.append(buffer, static_cast<std::size_t>(n));
+        if (password.size() > 65536)
+            return fail("is larger than 64 KiB: it must hold only the password");
+    }
+    if (password.ends_with('\n'))
+        password.pop_back();
+    if (password.ends_with('\r'))
+        password.pop_back();
+    if (password.empty())
+        return fail("is empty: write the password into it (one line)");
+    if (password.find('\0') != std::string::npos || password.find('\n') != std::string::npos)
+        return fail("must hold the password on one line, without NUL bytes");
+    return password;
+}
 
 std::string quote_identifier(backend_kind kind, std::string_view identifier) {
     // MySQL quotes with `...`, PostgreSQL and SQLite with "..."; the quote doubles inside.
@@ -237,7 +292,16 @@ const std::string& database::table_prefix() const noexcept {
 }
 
 database connect(std::string_view url, const connect_options& options) {
-    auto impl = std::make_shared<detail::database_impl>(detail::parse_url(url), options);
+    auto config = detail::parse_url(url);
+    if (!options.password_file.empty() && config.kind != backend_kind::sqlite) {
+        if (!config.password.empty())
+            throw error(errc::invalid_argument,
+                        "the database URL " + config.redacted_url +
+                            " has a password and a password file (\"" + options.password_file +
+                            "\") gives one too: remove the password from the URL");
+        config.password = detail::read_password_file(options.password_file);
+    }
+    auto impl = std::make_shared<detail::database_impl>(std::move(config), options);
     // Connect once now, so a wrong password or an unreachable server is reported here, and
     // refuse lock tables newer than this library (older ones are reported at the first lock,
     // so that connect() followed by migrate() works).

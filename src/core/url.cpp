@@ -3,6 +3,8 @@
 #include "sqlock/error.hpp"
 
 #include <charconv>
+#include <optional>
+#include <utility>
 
 namespace sqlock::detail {
 
@@ -46,25 +48,47 @@ std::string percent_decode(std::string_view in, const std::string& shown) {
     return out;
 }
 
-/// The URL with any password replaced by ***, safe to put into messages and logs.
-std::string redact(std::string_view url) {
+/// Where the password of `url` is (offset and length of its still percent-encoded text), read
+/// as parse_url reads it: after "://", up to the first '?' and then the first '/', the last '@'
+/// ends the user info, whose first ':' starts the password.
+std::optional<std::pair<std::size_t, std::size_t>> password_span(std::string_view url) {
     const auto scheme_end = url.find("://");
     if (scheme_end == std::string_view::npos)
-        return std::string(url);
-    const auto authority_start = scheme_end + 3;
-    const auto authority_end = url.find_first_of("/?#", authority_start);
-    const auto authority = url.substr(authority_start, authority_end == std::string_view::npos
-                                                           ? std::string_view::npos
-                                                           : authority_end - authority_start);
+        return std::nullopt;
+    const auto start = scheme_end + 3;
+    auto authority = url.substr(start);
+    authority = authority.substr(0, authority.find('?'));
+    authority = authority.substr(0, authority.find('/'));
     const auto at = authority.rfind('@');
     if (at == std::string_view::npos)
-        return std::string(url);
+        return std::nullopt;
     const auto colon = authority.substr(0, at).find(':');
     if (colon == std::string_view::npos)
+        return std::nullopt;
+    return std::pair{start + colon + 1, at - colon - 1};
+}
+
+/// The URL with any password replaced by ***, safe to put into messages and logs. A malformed
+/// URL whose password holds a raw '/', '?' or '#' (user:pa/ss@host) has no '@' where
+/// parse_url looks for one: then everything from the first ':' after "://" to the last '@' is
+/// masked, which may hide more than a password but never shows one.
+std::string redact(std::string_view url) {
+    auto span = password_span(url);
+    if (!span) {
+        const auto scheme_end = url.find("://");
+        const auto at = url.rfind('@');
+        if (scheme_end != std::string_view::npos && at != std::string_view::npos &&
+            at > scheme_end) {
+            const auto colon = url.find(':', scheme_end + 3);
+            if (colon < at)
+                span = std::pair{colon + 1, at - colon - 1};
+        }
+    }
+    if (!span)
         return std::string(url);
-    std::string out(url.substr(0, authority_start + colon + 1));
+    std::string out(url.substr(0, span->first));
     out += "***";
-    out += url.substr(authority_start + at);
+    out += url.substr(span->first + span->second);
     return out;
 }
 
@@ -202,4 +226,26 @@ connection_config parse_url(std::string_view url) {
     return cfg;
 }
 
+std::string scrub_password(std::string message, const std::string& password) {
+    if (password.size() < 4)
+        return message; // too short to find without mangling the text
+    for (auto pos = message.find(password); pos != std::string::npos;
+         pos = message.find(password, pos + 3))
+        message.replace(pos, password.size(), "***");
+    return message;
+}
+
 } // namespace sqlock::detail
+
+namespace sqlock {
+
+std::string url_without_password(std::string_view url) {
+    const auto span = detail::password_span(url);
+    if (!span)
+        return std::string(url);
+    // Drop the ':' before the password too: user@host.
+    return std::string(url.substr(0, span->first - 1)) +
+           std::string(url.substr(span->first + span->second));
+}
+
+} // namespace sqlock

@@ -149,6 +149,69 @@ void kill_session(sqlock::database& database, std::int64_t session_id) {
         exec_sql(database, "KILL " + std::to_string(session_id));
 }
 
+int server_port() {
+    const auto& url = backend().url;
+    const auto at = url.rfind('@');
+    const auto colon = url.find(':', at);
+    const auto slash = url.find('/', colon);
+    REQUIRE(colon != std::string::npos);
+    return std::stoi(url.substr(colon + 1, slash - colon - 1));
+}
+
+namespace {
+
+/// Socket inodes of `pid`'s open file descriptors.
+std::set<std::string> socket_inodes(pid_t pid) {
+    std::set<std::string> out;
+    std::error_code ec;
+    const auto dir = "/proc/" + std::to_string(pid) + "/fd";
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+        const auto target = std::filesystem::read_symlink(entry.path(), ec).string();
+        if (!ec && target.starts_with("socket:[")) // socket:[INODE]
+            out.insert(target.substr(8, target.size() - 9));
+    }
+    return out;
+}
+
+} // namespace
+
+std::vector<int> server_client_ports(pid_t pid) {
+    const auto inodes = socket_inodes(pid);
+    const int port = server_port();
+    std::vector<int> out;
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        std::ifstream in(table);
+        std::string line;
+        std::getline(in, line); // header
+        while (std::getline(in, line)) {
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            std::istringstream fields(line);
+            std::string sl, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+            fields >> sl >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+                timeout >> inode;
+            const auto remote_port = std::stoi(remote.substr(remote.rfind(':') + 1), nullptr, 16);
+            if (remote_port == port && state == "01" && inodes.contains(inode)) // ESTABLISHED
+                out.push_back(std::stoi(local.substr(local.rfind(':') + 1), nullptr, 16));
+        }
+    }
+    return out;
+}
+
+std::vector<std::int64_t> server_sessions_of(pid_t pid) {
+    std::vector<std::int64_t> ids;
+    auto s = db().impl()->checkout();
+    for (const int port : server_client_ports(pid)) {
+        const auto p = std::to_string(port);
+        const auto r = s->query(
+            backend().kind == sqlock::backend_kind::postgresql
+                ? "SELECT pid FROM pg_stat_activity WHERE client_port = " + p
+                : "SELECT id FROM information_schema.processlist WHERE host LIKE '%:" + p + "'");
+        for (const auto& row : r.rows)
+            ids.push_back(sqlock::detail::column_int(row.at(0)));
+    }
+    return ids;
+}
+
 void backdate(sqlock::database& database, const std::string& name, std::chrono::seconds by) {
     // Test-only SQL, so names are trusted literals here; the library itself binds everything.
     REQUIRE(name.find('\'') == std::string::npos);

@@ -68,6 +68,17 @@ void backdate(sqlock::database& database, const std::string& name, std::chrono::
 /// Ends the server session with id `session_id` (pg_terminate_backend / KILL).
 void kill_session(sqlock::database& database, std::int64_t session_id);
 
+/// The server's TCP port, from the backend URL (scheme://user:password@host:port/db).
+int server_port();
+
+/// The local ports of the TCP connections process `pid` has open (established) to the server
+/// under test.
+std::vector<int> server_client_ports(pid_t pid);
+
+/// The server's session ids (PostgreSQL backend pid, MariaDB connection id) of process `pid`'s
+/// connections to the server under test.
+std::vector<std::int64_t> server_sessions_of(pid_t pid);
+
 /// A 127.0.0.1 TCP port where nothing listens (bound, then closed).
 int dead_port();
 /// Runs SQL directly on one of the database's sessions (DDL or DML without parameters).

@@ -22,16 +22,6 @@ using test::unique_name;
 
 namespace {
 
-/// The server's TCP port, from the backend URL (scheme://user:password@host:port/db).
-int server_port() {
-    const auto& url = test::backend().url;
-    const auto at = url.rfind('@');
-    const auto colon = url.find(':', at);
-    const auto slash = url.find('/', colon);
-    REQUIRE(colon != std::string::npos);
-    return std::stoi(url.substr(colon + 1, slash - colon - 1));
-}
-
 /// Socket inodes of `pid`'s open file descriptors.
 std::set<std::string> socket_inodes(pid_t pid) {
     std::set<std::string> out;
@@ -49,7 +39,7 @@ std::set<std::string> socket_inodes(pid_t pid) {
 int server_connections(pid_t pid) {
     const auto inodes = socket_inodes(pid);
     char port_hex[8];
-    std::snprintf(port_hex, sizeof port_hex, "%04X", server_port());
+    std::snprintf(port_hex, sizeof port_hex, "%04X", test::server_port());
     int count = 0;
     for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
         std::ifstream in(table);

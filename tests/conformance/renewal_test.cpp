@@ -1,6 +1,7 @@
 // Renewal and the lost signal (every strategy, every backend).
 #include "backend_fixture.hpp"
 #include "core/database_impl.hpp"
+#include "tcp_relay.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -173,3 +174,89 @@ TEST_SUITE("common") {
     }
 
 } // TEST_SUITE
+
+TEST_SUITE("cut_off") { // servers, every strategy
+
+    TEST_CASE("renewals that go unanswered: on_at_risk gives the lease's local end before it "
+              "is lost, and says so again when a renewal gets through") {
+        // The holder's connections go through a relay that stops passing anything (a
+        // partition of its host alone), then passes again before the lease's local end.
+        test::tcp_relay relay(test::server_port());
+        auto cut_off = sqlock::connect(relay.relayed(test::backend().url));
+        const auto name = unique_name("at-risk");
+        auto options = test::opts(3s);
+        options.renew = true;
+        lost_probe lost;
+        options.on_lost = lost.callback();
+        std::mutex m;
+        std::condition_variable cv;
+        std::vector<std::pair<sqlock::lock_at_risk_event, std::chrono::steady_clock::time_point>>
+            told;
+        options.on_at_risk = [&](const sqlock::lock_at_risk_event& event) {
+            std::lock_guard lock(m);
+            told.emplace_back(event, std::chrono::steady_clock::now());
+            cv.notify_all();
+        };
+        mutex holder(cut_off, name, options);
+        const auto before_lock = std::chrono::steady_clock::now();
+        holder.lock();
+        const auto token = holder.token();
+        relay.freeze();
+        const auto frozen_at = std::chrono::steady_clock::now();
+        {
+            std::unique_lock lock(m);
+            REQUIRE(cv.wait_for(lock, 5s, [&] { return !told.empty(); }));
+            const auto& [event, at] = told.front();
+            CHECK(event.at_risk);
+            CHECK(event.name == name);
+            CHECK(event.token == token);
+            // Renewed every second at most; at risk once half the TTL (1.5 s) is left without
+            // one: told at about lease_end - 1.5 s, with that much time to act on it.
+            CHECK(event.lease_end - at >= 1000ms);
+            CHECK(event.lease_end - at <= 1550ms);
+            CHECK(event.lease_end <= before_lock + 3s + 3s); // at most a lease past the freeze
+            CHECK(at - frozen_at <= 2s);
+        }
+        CHECK_FALSE(lost.event.has_value());
+        CHECK(holder.owns_lock());
+        relay.thaw();
+        {
+            std::unique_lock lock(m);
+            REQUIRE(cv.wait_for(lock, 5s, [&] { return told.size() >= 2; }));
+            CHECK_FALSE(told[1].first.at_risk);
+            CHECK(told[1].first.lease_end > told[0].first.lease_end);
+        }
+        CHECK(holder.owns_lock());
+        CHECK_FALSE(lost.event.has_value());
+        holder.unlock();
+        CHECK(told.size() == 2);
+    }
+
+    TEST_CASE("renewals that go unanswered past the lease: at risk first, then lost") {
+        test::tcp_relay relay(test::server_port());
+        auto cut_off = sqlock::connect(relay.relayed(test::backend().url));
+        const auto name = unique_name("at-risk-lost");
+        auto options = test::opts(2s);
+        options.renew = true;
+        lost_probe lost;
+        options.on_lost = lost.callback();
+        std::atomic<int> at_risk_calls{0};
+        std::atomic<bool> lost_before_risk{false};
+        options.on_at_risk = [&](const sqlock::lock_at_risk_event& event) {
+            if (event.at_risk)
+                ++at_risk_calls;
+            std::lock_guard lock(lost.m);
+            if (lost.event)
+                lost_before_risk = true;
+        };
+        mutex holder(cut_off, name, options);
+        holder.lock();
+        relay.freeze();
+        REQUIRE(lost.wait(5s));
+        CHECK(at_risk_calls == 1);
+        CHECK_FALSE(lost_before_risk);
+        CHECK_FALSE(holder.owns_lock());
+        relay.thaw();
+        holder.unlock(); // never throws
+    }
+}

@@ -2,6 +2,7 @@
 // a job with a grandchild that both write timestamps, a second host waiting, and the CLI (or
 // its guard process) killed with SIGKILL, or the lease released by force.
 #include "backend_fixture.hpp"
+#include "tcp_relay.hpp"
 
 #include <cerrno>
 #include <doctest/doctest.h>
@@ -74,11 +75,12 @@ struct beating_holder {
     pid_t cli = 0;
     pid_t pgid = 0;
 
-    beating_holder(const std::string& base, const std::string& ttl)
+    /// Through `url` when given (default: the backend's).
+    beating_holder(const std::string& base, const std::string& ttl, const std::string& url = {})
         : name(test::unique_name(base)), f(files_for(name)) {
         cli = test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--ttl",
                            ttl, "--", "/bin/sh", "-c", beating_job(f.pgid, f.beats)},
-                          {url_env()});
+                          {url.empty() ? url_env() : "SQLOCK_URL=" + url});
         REQUIRE(test::eventually([&] { return !test::read_file(f.pgid).empty(); }, 10s));
         pgid = static_cast<pid_t>(std::stol(test::read_file(f.pgid)));
     }
@@ -140,5 +142,53 @@ TEST_SUITE("lease") {
         CHECK(test::wait_exit(release) == 0);
         CHECK(test::wait_exit(h.cli) == 76);
         CHECK(test::eventually([&] { return group_gone(h.pgid); }, 5s));
+    }
+}
+
+TEST_SUITE("cut_off") { // servers, every strategy
+
+    TEST_CASE("sqlock run cut off from the database past its TTL: its job and grandchild are "
+              "gone before the next holder's job starts (default --grace)") {
+        // A partition of the holder's host alone: its connections go through a relay that
+        // stops passing anything, while the second host reaches the server directly. The
+        // renewals go unanswered; the lease is at risk once half its TTL is left, and the job
+        // gets SIGTERM, its grace (default: a quarter of the TTL) and SIGKILL before the
+        // lease's local end, which comes before anyone else can be granted it.
+        test::tcp_relay relay(test::server_port());
+        const beating_holder h("run-cut-off", "4s", relay.relayed(test::backend().url));
+        const auto& f = h.f;
+        REQUIRE(test::eventually([&] { return last_beat(f.beats) > 0; }, 10s));
+        relay.freeze();
+        const pid_t second =
+            test::spawn({test::cli_path(), "run", h.name, "--strategy", strategy_arg(), "--wait",
+                         "30s", "--", "/bin/sh", "-c", "date +%s%N > '" + f.started + "'"},
+                        {url_env()});
+        CHECK(test::wait_exit(second) == 0);
+        const auto started = std::stoll(test::read_file(f.started));
+        CHECK(group_gone(h.pgid));
+        CHECK_MESSAGE(last_beat(f.beats) < started, "the cut-off holder's job wrote "
+                                                        << (last_beat(f.beats) - started) / 1000000
+                                                        << " ms after the next job started");
+        relay.thaw(); // its release (which finds the lock gone) can go through now
+        CHECK(test::wait_exit(h.cli) == 76);
+    }
+}
+
+TEST_SUITE("run_session_end") { // servers, select_for_update
+
+    TEST_CASE("sqlock run: a select_for_update session killed on the server gets the job "
+              "stopped within a second") {
+        // The row lock went with the session: another host may hold it at once, so the job
+        // gets SIGKILL without a grace (only fencing covers the moment in between).
+        const beating_holder h("run-session-killed", "30s");
+        REQUIRE(test::eventually([&] { return last_beat(h.f.beats) > 0; }, 10s));
+        const auto sessions = test::server_sessions_of(h.cli);
+        REQUIRE_FALSE(sessions.empty());
+        const auto killed_at = std::chrono::steady_clock::now();
+        for (const auto id : sessions)
+            test::kill_session(test::db(), id);
+        CHECK(test::eventually([&] { return group_gone(h.pgid); }, 1s));
+        CHECK(std::chrono::steady_clock::now() - killed_at < 1s);
+        CHECK(test::wait_exit(h.cli) == 76);
     }
 }

@@ -1,6 +1,7 @@
 #include "core/config.hpp"
 
 #include <doctest/doctest.h>
+#include <sqlock/database.hpp>
 #include <sqlock/error.hpp>
 
 using sqlock::backend_kind;
@@ -75,6 +76,38 @@ TEST_CASE("url: passwords never appear in error messages") {
     const auto msg = message_of("postgresql://user:SeCrEt@host:99999/db");
     CHECK(msg.find("SeCrEt") == std::string::npos);
     CHECK(msg.find("***") != std::string::npos);
+}
+
+TEST_CASE("url: passwords with '/', '?', '#' or '@' are masked, even when malformed") {
+    // Read as parse_url reads them.
+    CHECK(parse_url("postgresql://u:a#b@h/d").redacted_url == "postgresql://u:***@h/d");
+    CHECK(parse_url("postgresql://u:a@b@h/d").redacted_url == "postgresql://u:***@h/d");
+    // A raw '/' or '?' in the password makes the URL malformed: the message still hides it.
+    for (const char* url :
+         {"postgresql://u:SeCr/et@h/d", "mysql://u:SeCr?et@h/d", "postgresql://u:SeCr/et@h"}) {
+        CAPTURE(url);
+        const auto msg = message_of(url);
+        CHECK(msg.find("SeCr") == std::string::npos);
+        CHECK(msg.find("et@h") == std::string::npos);
+    }
+}
+
+TEST_CASE("url: url_without_password keeps everything but the password") {
+    using sqlock::url_without_password;
+    CHECK(url_without_password("postgresql://al%40ice:p%3Ass@db:6543/app?sslmode=require") ==
+          "postgresql://al%40ice@db:6543/app?sslmode=require");
+    CHECK(url_without_password("mysql://u:pw@h1:3307,[::1]/d") == "mysql://u@h1:3307,[::1]/d");
+    CHECK(url_without_password("postgresql://u:@h/d") == "postgresql://u@h/d");
+    CHECK(url_without_password("postgresql://u:a@b@h/d") == "postgresql://u@h/d");
+    CHECK(url_without_password("postgresql://u@h/d?x=a:b@c") == "postgresql://u@h/d?x=a:b@c");
+    CHECK(url_without_password("postgresql://h:5432/d") == "postgresql://h:5432/d");
+    CHECK(url_without_password("sqlite:///tmp/x.db") == "sqlite:///tmp/x.db");
+    CHECK(url_without_password("") == "");
+    const auto c = parse_url(url_without_password("postgresql://u:pw@h:5433/d?sslmode=disable"));
+    CHECK(c.user == "u");
+    CHECK(c.password.empty());
+    CHECK(c.port == 5433);
+    CHECK(c.options.size() == 1);
 }
 
 TEST_CASE("url: a host list, each with its own or the default port") {

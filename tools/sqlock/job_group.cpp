@@ -1,6 +1,6 @@
 // The job of `sqlock run` (see job_group.hpp). Three processes:
 //   sqlock  holds the lock and renews it; tells the group to stop when the lock is lost;
-//   guard   forked from sqlock (so it holds the same descriptors), forks the job, reaps it,
+//   guard   forked from sqlock (so it holds the same descriptors), vforks the job, reaps it,
 //           and reports to sqlock over a socket pair; when that socket closes without a word
 //           (sqlock died), it kills the job's group and waits for it before it exits;
 //   job     the command, leader of a process group of its own.
@@ -8,6 +8,7 @@
 // async-signal-safe calls there (no allocation, no locks, no stdio).
 #include "job_group.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <csignal>
@@ -32,7 +33,18 @@ namespace {
 
 int g_wakeup_pipe[2] = {-1, -1};      ///< the lost signal and SIGCHLD wake sqlock's wait
 volatile sig_atomic_t g_job_pgid = 0; ///< the job's group, once the guard has said it
-int g_guard_chld_pipe[2] = {-1, -1};  ///< in the guard: SIGCHLD wakes its wait
+volatile sig_atomic_t g_link = -1;    ///< sqlock's end of the link to the guard, meanwhile
+int g_guard_chld_pipe[2] = {-1, -1};  ///< in the guard: SIGCHLD and signals wake its wait
+
+/// The signals sqlock passes on to the job, through the guard.
+constexpr std::array forwarded{SIGINT, SIGTERM, SIGHUP};
+/// In the guard: when it last received each of them itself (CLOCK_MONOTONIC, ns; 0: never).
+volatile sig_atomic_t g_guard_got_s[forwarded.size()] = {};
+volatile sig_atomic_t g_guard_got_ns[forwarded.size()] = {};
+/// A signal sent to sqlock is passed on unless the guard got the same one within this long
+/// around it: then it was sent to every process of the service (systemd's control-group
+/// kill, a kill of several pids), and the job has its own copy.
+constexpr long same_signal_window_ms = 100;
 
 /// The signals the guard ignores (only SIGKILL ends it) and whose disposition the job gets
 /// back as sqlock found it.
@@ -43,9 +55,44 @@ void write_byte(int fd, char c) noexcept {
     [[maybe_unused]] const auto n = write(fd, &c, 1);
 }
 
+long monotonic_ms() noexcept {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec * 1000 + now.tv_nsec / 1'000'000;
+}
+
+/// sqlock's handler: asks the guard to pass the signal on ("F<signal>"; see run_guard).
 void forward_to_job(int sig) {
-    if (g_job_pgid > 0)
-        kill(-static_cast<pid_t>(g_job_pgid), sig);
+    const int saved = errno;
+    if (g_job_pgid > 0 && g_link >= 0) {
+        char line[8] = {'F', static_cast<char>('0' + sig / 10), static_cast<char>('0' + sig % 10),
+                        '\n'};
+        // send(MSG_NOSIGNAL): a guard that died must not cost sqlock a SIGPIPE.
+        [[maybe_unused]] const auto n = send(g_link, line, 4, MSG_NOSIGNAL);
+    }
+    errno = saved;
+}
+
+/// The guard's handler for the forwarded signals: notes when it got one, wakes its wait.
+void guard_note_signal(int sig) {
+    const int saved = errno;
+    for (std::size_t i = 0; i < forwarded.size(); ++i)
+        if (forwarded[i] == sig) {
+            timespec now{};
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            g_guard_got_s[i] = static_cast<sig_atomic_t>(now.tv_sec);
+            g_guard_got_ns[i] = static_cast<sig_atomic_t>(now.tv_nsec);
+        }
+    write_byte(g_guard_chld_pipe[1], 's');
+    errno = saved;
+}
+
+/// When the guard last got `sig` itself (ms, CLOCK_MONOTONIC), or -1.
+long guard_got_ms(int sig) noexcept {
+    for (std::size_t i = 0; i < forwarded.size(); ++i)
+        if (forwarded[i] == sig && (g_guard_got_s[i] != 0 || g_guard_got_ns[i] != 0))
+            return static_cast<long>(g_guard_got_s[i]) * 1000 + g_guard_got_ns[i] / 1'000'000;
+    return -1;
 }
 
 void wake_on_sigchld(int) {
@@ -163,19 +210,15 @@ struct job_spec {
     std::size_t exec_failed_len = 0;
 };
 
-/// In the job's process, between the guard's fork and exec.
-/// It runs the command only once the guard has told sqlock its group ("go" on `go_fd`): if the
-/// guard dies before that, sqlock could not stop it, so it exits instead.
-[[noreturn]] void become_job(const job_spec& spec, int go_fd) noexcept {
+/// In the job's process, between the guard's vfork and exec: the guard is suspended meanwhile
+/// and every signal is blocked (the guard's handlers must not run here, on its memory). The
+/// job tells sqlock its group ("J<pgid>" on `link`) itself before it runs the command, so
+/// sqlock can stop the command from its first instruction on, even if the guard dies.
+[[noreturn]] void become_job(const job_spec& spec, int link) noexcept {
     setpgid(0, 0);
-    char go = 0;
-    while (read(go_fd, &go, 1) < 0 && errno == EINTR) {
-    }
-    if (go != 'g')
-        _exit(127);
-    close(go_fd);
     if (spec.tty >= 0)
-        tcsetpgrp(spec.tty, getpid()); // SIGTTOU is ignored here: allowed from the background
+        tcsetpgrp(spec.tty, getpid()); // SIGTTOU is blocked here: allowed from the background
+    send_message(link, 'J', getpid());
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
@@ -193,6 +236,73 @@ struct job_spec {
     _exit(why == ENOENT ? 127 : 126);
 }
 
+/// The signals sqlock asked the guard to pass on to the job, each waiting (at most
+/// same_signal_window_ms) to see whether the guard gets the same signal itself.
+class pending_forwards {
+public:
+    /// sqlock got `sig` and asks to pass it on.
+    void request(int sig) noexcept {
+        const long now = monotonic_ms();
+        for (std::size_t i = 0; i < forwarded.size(); ++i)
+            if (forwarded[i] == sig && m_requested[i] < 0)
+                m_requested[i] = now;
+    }
+    /// Passes on each request whose window ended without the guard's own copy, drops those
+    /// the guard got itself. Returns ms until the next window ends, or -1 when none is open.
+    int pass_on_due(pid_t job) noexcept {
+        const long now = monotonic_ms();
+        long next = -1;
+        for (std::size_t i = 0; i < forwarded.size(); ++i) {
+            if (m_requested[i] < 0)
+                continue;
+            const long got = guard_got_ms(forwarded[i]);
+            if (got >= 0 && got >= m_requested[i] - same_signal_window_ms) {
+                m_requested[i] = -1; // sent to the guard too, so to the job as well
+            } else if (now >= m_requested[i] + same_signal_window_ms) {
+                kill(-job, forwarded[i]);
+                m_requested[i] = -1;
+            } else {
+                const long left = m_requested[i] + same_signal_window_ms - now;
+                next = next < 0 ? left : std::min(next, left);
+            }
+        }
+        return static_cast<int>(next);
+    }
+
+private:
+    long m_requested[forwarded.size()] = {-1, -1, -1};
+};
+
+/// Reads sqlock's messages to the guard ("F<signal>\n": pass it on) without allocating.
+class link_reader {
+public:
+    /// Reads what is there; false when the link is closed (sqlock is gone).
+    bool read(int link, pending_forwards& forwards) noexcept {
+        const auto n = ::read(link, m_buf + m_len, sizeof m_buf - m_len);
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+            return false;
+        if (n > 0)
+            m_len += static_cast<std::size_t>(n);
+        std::size_t start = 0;
+        for (std::size_t i = 0; i < m_len; ++i) {
+            if (m_buf[i] != '\n')
+                continue;
+            if (m_buf[start] == 'F' && i - start == 3)
+                forwards.request((m_buf[start + 1] - '0') * 10 + (m_buf[start + 2] - '0'));
+            start = i + 1;
+        }
+        std::memmove(m_buf, m_buf + start, m_len - start);
+        m_len -= start;
+        if (m_len == sizeof m_buf)
+            m_len = 0; // no line this long is ours: drop it
+        return true;
+    }
+
+private:
+    char m_buf[64] = {};
+    std::size_t m_len = 0;
+};
+
 /// The guard: forks the job, reports "J<pgid>", "S0" (stopped) and "E<status>" (the command
 /// exited and its group is empty) to sqlock, and when the link closes first, kills the group.
 [[noreturn]] void run_guard(int link, const job_spec& spec) noexcept {
@@ -203,6 +313,12 @@ struct job_spec {
     sigemptyset(&ign.sa_mask);
     for (const int sig : guard_ignored)
         sigaction(sig, &ign, nullptr);
+    struct sigaction note {};
+    note.sa_handler = guard_note_signal;
+    sigemptyset(&note.sa_mask);
+    note.sa_flags = SA_RESTART;
+    for (const int sig : forwarded)
+        sigaction(sig, &note, nullptr);
     struct sigaction chld {};
     chld.sa_handler = guard_wake_on_sigchld;
     sigemptyset(&chld.sa_mask);
@@ -214,25 +330,24 @@ struct job_spec {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
 
-    int go[2];
-    if (pipe2(go, O_CLOEXEC) != 0)
-        _exit(70);
-    const pid_t job = fork();
-    if (job == 0) {
-        close(go[1]);
-        become_job(spec, go[0]);
-    }
-    close(go[0]);
+    // vfork: the job starts without a copy of the guard's page tables (a fork of sqlock),
+    // which made up a good part of what `sqlock run -- true` costs over flock(1).
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, nullptr);
+    const pid_t job = vfork();
+    if (job == 0)
+        become_job(spec, link);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     if (job < 0) {
         send_message(link, 'E', W_EXITCODE(126, 0));
         _exit(0);
     }
-    setpgid(job, job); // also here: whichever runs first makes the group
-    send_message(link, 'J', job);
-    write_byte(go[1], 'g'); // sqlock knows the group now: the job may start
-    close(go[1]);
 
     std::optional<int> status;
+    int zombie_looks = 0;
+    pending_forwards forwards;
+    link_reader from_sqlock;
     for (;;) {
         int raw = 0;
         pid_t done = 0;
@@ -244,18 +359,23 @@ struct job_spec {
             else
                 status = raw;
         }
-        if (status && !group_has_live_members(job)) {
+        // Done once nobody of the group is left, zombies included: they come here to be reaped
+        // (a subreaper), each with a SIGCHLD. A zombie whose parent left the group is not ours
+        // to reap: after a second of only such, done all the same.
+        if (status && !group_has_live_members(job) &&
+            ((kill(-job, 0) != 0 && errno == ESRCH) || ++zombie_looks > 50)) {
             send_message(link, 'E', *status);
             _exit(0);
         }
         pollfd fds[2] = {{link, POLLIN, 0}, {g_guard_chld_pipe[0], POLLIN, 0}};
         // Waiting for the rest of the group after the command: look again every 20 ms.
-        poll(fds, 2, status ? 20 : -1);
+        const int forward_in = forwards.pass_on_due(job);
+        poll(fds, 2, status && (forward_in < 0 || forward_in > 20) ? 20 : forward_in);
         char drain[64];
         while (read(g_guard_chld_pipe[0], drain, sizeof drain) > 0) {
         }
-        if (fds[0].revents != 0) {
-            // sqlock never writes: readable means closed, i.e. sqlock is gone.
+        if (fds[0].revents != 0 && !from_sqlock.read(link, forwards)) {
+            // Closed: sqlock is gone.
             kill_group_and_wait(job);
             _exit(0);
         }
@@ -331,7 +451,7 @@ void install_handlers() {
     struct sigaction forward {};
     forward.sa_handler = forward_to_job;
     sigemptyset(&forward.sa_mask);
-    for (const int sig : {SIGINT, SIGTERM, SIGHUP})
+    for (const int sig : forwarded)
         sigaction(sig, &forward, nullptr);
     struct sigaction chld {};
     chld.sa_handler = wake_on_sigchld;
@@ -422,15 +542,49 @@ pid_t start_guard(const job_spec& spec, int& link_out, std::string& failure) {
     }
     fcntl(link[0], F_SETFL, O_NONBLOCK);
     link_out = link[0];
+    g_link = link[0];
     return guard;
 }
 
-/// sqlock's side while the job runs: follows the guard's messages, stops the group when the
-/// lock is lost, stops it itself when the guard dies. Returns the command's status, or -1.
-int follow_job(int link, pid_t guard, int tty, std::chrono::milliseconds grace,
-               const std::atomic<bool>& lost, std::string& failure) {
-    pid_t pgid = 0;
+/// When the supervisor stops the job's group: SIGTERM at `term_at`, SIGKILL at `kill_at`.
+struct stop_times {
+    std::optional<std::chrono::steady_clock::time_point> term_at;
     std::optional<std::chrono::steady_clock::time_point> kill_at;
+};
+
+/// The lock lost: SIGKILL now (someone else may hold it already). A lease at risk: SIGTERM so
+/// that the grace fits before SIGKILL at its local end less the kill margin. A SIGTERM sent:
+/// SIGKILL once the grace has passed, whatever became of the lock.
+stop_times plan_stop(const lock_watch& watch, const job_limits& limits,
+                     std::optional<std::chrono::steady_clock::time_point> term_sent) {
+    const auto now = std::chrono::steady_clock::now();
+    if (watch.is_lost())
+        return {now, now};
+    stop_times t;
+    if (const auto end = watch.at_risk_until()) {
+        t.kill_at = *end - limits.kill_margin;
+        t.term_at = *t.kill_at - limits.grace;
+    }
+    if (term_sent)
+        t.kill_at =
+            std::min(t.kill_at.value_or(*term_sent + limits.grace), *term_sent + limits.grace);
+    return t;
+}
+
+/// Milliseconds from now until `at` for poll(), at least 1 (0 when it has passed), at most a
+/// minute.
+int poll_timeout(std::chrono::steady_clock::time_point at) {
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(at - std::chrono::steady_clock::now());
+    return static_cast<int>(std::clamp<long long>(left.count(), 0, 60'000));
+}
+
+/// sqlock's side while the job runs: follows the guard's messages, stops the group as
+/// plan_stop() says, stops it itself when the guard dies. Returns the command's status, or -1.
+int follow_job(int link, pid_t guard, int tty, const job_limits& limits, lock_watch& watch,
+               std::string& failure) {
+    pid_t pgid = 0;
+    std::optional<std::chrono::steady_clock::time_point> term_sent;
     std::string pending;
     for (;;) {
         std::vector<std::pair<char, long>> messages;
@@ -450,19 +604,28 @@ int follow_job(int link, pid_t guard, int tty, std::chrono::milliseconds grace,
                       " of the command died: the command was stopped";
             return -1;
         }
-        if (lost && !kill_at && pgid > 0) {
-            kill(-pgid, SIGTERM);
-            kill_at = std::chrono::steady_clock::now() + grace;
-        }
         int timeout_ms = -1;
-        if (kill_at) {
-            const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-                *kill_at - std::chrono::steady_clock::now());
-            if (left.count() <= 0) {
+        if (pgid > 0) {
+            const auto plan = plan_stop(watch, limits, term_sent);
+            const auto now = std::chrono::steady_clock::now();
+            if (plan.kill_at && now >= *plan.kill_at) {
                 kill(-pgid, SIGKILL); // again until the guard says the group is empty
                 timeout_ms = 20;
             } else {
-                timeout_ms = static_cast<int>(std::min<long long>(left.count(), 60'000));
+                if (plan.term_at && now >= *plan.term_at && !term_sent) {
+                    std::cerr << "sqlock: " << watch.risk_message()
+                              << "; stopping the command before its lease ends (SIGTERM, "
+                                 "SIGKILL in "
+                              << limits.grace.count() << " ms)\n";
+                    kill(-pgid, SIGTERM);
+                    term_sent = now;
+                    watch.note_stopped_at_risk();
+                    continue; // plan again with the SIGTERM sent
+                }
+                for (const auto& at : {plan.term_at, plan.kill_at})
+                    if (at && (!term_sent || at == plan.kill_at))
+                        timeout_ms = timeout_ms < 0 ? poll_timeout(*at)
+                                                    : std::min(timeout_ms, poll_timeout(*at));
             }
         }
         pollfd fds[2] = {{g_wakeup_pipe[0], POLLIN, 0}, {link, POLLIN, 0}};
@@ -485,8 +648,7 @@ void wake_job_supervisor() noexcept {
 }
 
 int run_job_group(const std::vector<std::string>& exec, const std::vector<std::string>& env,
-                  std::chrono::milliseconds grace, const std::atomic<bool>& lost,
-                  std::string& failure) {
+                  const job_limits& limits, lock_watch& watch, std::string& failure) {
     const auto path = resolve_command(exec.at(0));
     if (!path) {
         const int why = errno;
@@ -498,10 +660,14 @@ int run_job_group(const std::vector<std::string>& exec, const std::vector<std::s
     const pid_t guard = start_guard(job.spec(), link, failure);
     if (guard < 0)
         return -1;
-    const int status = follow_job(link, guard, job.spec().tty, grace, lost, failure);
+    const int status = follow_job(link, guard, job.spec().tty, limits, watch, failure);
+    g_job_pgid = 0; // the signal handler no longer writes to the link
+    g_link = -1;
     close(link);
-    g_job_pgid = 0;
     while (waitpid(guard, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+        // A process of the job that the guard left behind (sqlock is a subreaper too).
     }
     hand_terminal(job.spec().tty, getpgrp());
     return status;

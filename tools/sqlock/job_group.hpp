@@ -2,7 +2,8 @@
 // guard process, so that no process of the job outlives what keeps the lock.
 #pragma once
 
-#include <atomic>
+#include "lock_watch.hpp"
+
 #include <chrono>
 #include <string>
 #include <vector>
@@ -16,6 +17,12 @@ void open_wakeup_pipe();
 /// Wakes a running run_job_group() (another thread's lost signal). Async-signal-safe.
 void wake_job_supervisor() noexcept;
 
+/// How the job is stopped when its lock is at risk (see run_job_group).
+struct job_limits {
+    std::chrono::milliseconds grace{};       ///< from SIGTERM to SIGKILL
+    std::chrono::milliseconds kill_margin{}; ///< SIGKILL this long before a lease's local end
+};
+
 /// Runs `exec` (argv; argv[0] is searched in PATH) with environment `env` as a job, and returns
 /// once every process of the job has exited. The contract:
 /// - the job is a process group of its own, forked by a guard process: a fork of sqlock that
@@ -24,8 +31,11 @@ void wake_job_supervisor() noexcept;
 ///   runs (one Ctrl-C is one SIGINT for the job); a job stopped from the terminal stops
 ///   sqlock too, and `fg` continues both;
 /// - SIGINT, SIGTERM and SIGHUP sent to sqlock are sent on to the job's group;
-/// - when `lost` turns true (followed by wake_job_supervisor()), the group gets SIGTERM, and
-///   SIGKILL `grace` later;
+/// - `watch` says how the lock fares (each change followed by wake_job_supervisor()): while a
+///   lease is at risk, the group gets SIGTERM at its local end - kill_margin - grace and
+///   SIGKILL at its local end - kill_margin, unless a renewal gets through before the SIGTERM;
+///   once SIGTERM was sent, SIGKILL follows `grace` later in any case; when the lock is lost,
+///   SIGKILL at once (another holder may run already);
 /// - the job has ended when its command has exited and no other process of its group is left;
 /// - when sqlock dies (SIGKILL, the OOM killer), the guard SIGKILLs the job's group and exits
 ///   only once no process of it is left, so the lock's connection and files outlive the job;
@@ -35,7 +45,6 @@ void wake_job_supervisor() noexcept;
 /// Returns the command's waitpid() status (exit 127 when it is not found, 126 when it cannot
 /// run), or -1 when supervising failed (`failure` says why; the job was stopped).
 int run_job_group(const std::vector<std::string>& exec, const std::vector<std::string>& env,
-                  std::chrono::milliseconds grace, const std::atomic<bool>& lost,
-                  std::string& failure);
+                  const job_limits& limits, lock_watch& watch, std::string& failure);
 
 } // namespace sqlock::cli

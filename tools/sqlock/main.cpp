@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <fnmatch.h>
 #include <iostream>
 #include <map>
@@ -54,6 +55,8 @@ global options (before or after COMMAND):
   --url URL            database URL; default: $SQLOCK_URL
                        postgresql://user:pw@host:port/db, mysql://..., mariadb://...,
                        sqlite:///abs/path.db, sqlite:relative.db
+  --password-file F    read the password of a URL without one from file F (mode 600:
+                       private to its owner); default: $SQLOCK_PASSWORD_FILE
   --table-prefix P     prefix of sqlock's tables (default sqlock_)
   --connect-timeout D  bound on connecting (default 5s)
   -h, --help           help for sqlock or for COMMAND
@@ -103,10 +106,12 @@ $SQLOCK_NAME), releases the lock when CMD exits, and exits with CMD's status.
                  limit is waited out within D too (exit 75 if it still refuses at the end);
                  a wrong password, unknown database or unreachable server fail at once (69),
                  but with several hosts in the URL a failover in progress is waited out
-  --grace D      when the lock is lost while CMD runs (renewal refused, or the database
-                 unreachable until the lease ran out), CMD gets SIGTERM, then SIGKILL after D
-                 (default 10s), and sqlock exits 76
-  --no-renew     do not renew: the lock is lost (and CMD stopped) once --ttl has passed
+  --grace D      when renewals fail while CMD runs, CMD's process group gets SIGTERM, then
+                 SIGKILL after D, timed so that it is gone before the lease can end (at
+                 most half the TTL; default 10s, at most a quarter of the TTL); a lock lost
+                 outright (taken over, force-released, its session killed) gets SIGKILL at
+                 once; either way sqlock exits 76
+  --no-renew     do not renew: CMD is stopped before --ttl has passed (as with --grace)
 
 SIGINT, SIGTERM and SIGHUP are passed on to CMD.
 
@@ -250,7 +255,19 @@ struct options {
     std::vector<std::string> args; ///< command arguments before "--"
     std::vector<std::string> exec; ///< after "--"
     bool help = false;
+    bool password_file_flag = false; ///< --password-file given (not only $SQLOCK_PASSWORD_FILE)
 };
+
+/// What the command `run` starts is told about the database (see child_environment): set
+/// once in main(), before any thread starts.
+struct job_database {
+    std::string url;           ///< the URL sqlock uses; the job gets it without the password
+    std::string password_file; ///< absolute path of --password-file; "" without the flag
+};
+job_database& database_for_jobs() {
+    static job_database d;
+    return d;
+}
 
 std::chrono::milliseconds duration_arg(const std::string& flag, const std::string& value) {
     const auto d = parse_duration(value);
@@ -259,10 +276,27 @@ std::chrono::milliseconds duration_arg(const std::string& flag, const std::strin
     return *d;
 }
 
+/// `ps` shows every process's arguments to every user: the password of a `--url` is
+/// overwritten with x's in our own argv (/proc/PID/cmdline reads that memory), as the mysql
+/// client does, once it has been copied.
+void hide_password(char* arg) {
+    const std::string_view url(arg);
+    const std::string without = sqlock::url_without_password(url);
+    if (without.size() >= url.size())
+        return;
+    // `without` lacks ":password": the first byte that differs is that ':'.
+    std::size_t colon = 0;
+    while (colon < without.size() && url[colon] == without[colon])
+        ++colon;
+    std::memset(arg + colon + 1, 'x', url.size() - without.size() - 1);
+}
+
 options parse_args(int argc, char** argv) {
     options o;
     if (const char* env = std::getenv("SQLOCK_URL"))
         o.url = env;
+    if (const char* env = std::getenv("SQLOCK_PASSWORD_FILE"))
+        o.connect.password_file = env;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -277,9 +311,15 @@ options parse_args(int argc, char** argv) {
         }
         if (a == "-h" || a == "--help")
             o.help = true;
-        else if (a == "--url")
+        else if (a == "--url") {
             o.url = value();
-        else if (a == "--table-prefix")
+            hide_password(argv[i]);
+        } else if (a == "--password-file") {
+            o.connect.password_file = value();
+            o.password_file_flag = true;
+            if (o.connect.password_file.empty())
+                throw usage_error("--password-file needs a file name");
+        } else if (a == "--table-prefix")
             o.connect.table_prefix = value();
         else if (a == "--connect-timeout")
             o.connect.connect_timeout = duration_arg(a, value());
@@ -440,16 +480,24 @@ int status_of(int status) {
 }
 
 /// The child's environment: ours plus SQLOCK_TOKEN and SQLOCK_NAME (and SQLOCK_PERMIT for a
-/// semaphore's permit), as the spawn wants it.
+/// semaphore's permit), as the spawn wants it. SQLOCK_URL is the URL sqlock uses (--url or
+/// $SQLOCK_URL) without its password, so that the job can run sqlock itself with
+/// SQLOCK_PASSWORD_FILE (set to --password-file's path when that was given) or ~/.pgpass.
 std::vector<std::string> child_environment(const std::string& token, const std::string& name,
                                            std::optional<std::int64_t> permit = std::nullopt) {
+    const auto& database = database_for_jobs();
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) {
         const std::string_view entry(*e);
         if (!entry.starts_with("SQLOCK_TOKEN=") && !entry.starts_with("SQLOCK_NAME=") &&
-            !entry.starts_with("SQLOCK_PERMIT="))
+            !entry.starts_with("SQLOCK_PERMIT=") && !entry.starts_with("SQLOCK_URL=") &&
+            (database.password_file.empty() || !entry.starts_with("SQLOCK_PASSWORD_FILE=")))
             env.emplace_back(entry);
     }
+    if (!database.url.empty())
+        env.push_back("SQLOCK_URL=" + sqlock::url_without_password(database.url));
+    if (!database.password_file.empty())
+        env.push_back("SQLOCK_PASSWORD_FILE=" + database.password_file);
     env.push_back("SQLOCK_TOKEN=" + token);
     env.push_back("SQLOCK_NAME=" + name);
     if (permit)
@@ -461,13 +509,12 @@ std::vector<std::string> child_environment(const std::string& token, const std::
 struct job_run_args {
     std::string name;
     sqlock::job_options job;
-    std::chrono::milliseconds grace{};
+    job_limits limits;
     int skipped_exit = 0;
     bool verbose = false;
 };
 
-int run_job(const options& o, job_run_args a) {
-    open_wakeup_pipe();
+int run_job(const options& o, job_run_args a, lock_watch& watch) {
     // A full server is waited out for as long as the firing would wait for the lock (--wait,
     // else the period; a --slot without --wait: as long as it takes), and that time counts.
     const auto budget = a.job.wait ? a.job.wait
@@ -481,19 +528,18 @@ int run_job(const options& o, job_run_args a) {
             std::max(std::chrono::milliseconds(0),
                      std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now()));
     sqlock::job j(db, a.name, a.job);
-    std::atomic<bool> lost{false};
     int raw_status = 0;
     const auto r = j.run_reporting([&](const sqlock::job_context& ctx) {
-        // The grant's stop token: requested when the lock is lost; wakes the supervisor.
+        // The grant's stop token: requested when the lock is lost (on_lost tells the watch
+        // too; this covers a loss found by the job itself).
         std::stop_callback on_stop(ctx.stop, [&] {
-            lost = true;
-            wake_job_supervisor();
+            watch.lost({a.name, ctx.token, sqlock::loss_reason::lost, "the job's lock was lost"});
         });
         auto env = child_environment(std::to_string(ctx.token), a.name);
         std::erase_if(env, [](const std::string& e) { return e.starts_with("SQLOCK_SLOT="); });
         env.push_back("SQLOCK_SLOT=" + ctx.slot);
         std::string failure;
-        raw_status = run_job_group(o.exec, env, a.grace, lost, failure);
+        raw_status = run_job_group(o.exec, env, a.limits, watch, failure);
         sqlock::job_report rep;
         if (raw_status < 0) {
             rep.exit_status = exit_software;
@@ -531,6 +577,12 @@ int run_job(const options& o, job_run_args a) {
                       << ")\n";
         return exit_ok;
     default:
+        if (watch.stopped_at_risk()) {
+            std::cerr << "sqlock: job \"" << a.name << "\": the command was stopped: its lock "
+                      << "was at risk of being lost (" << watch.risk_message()
+                      << "); another firing of the slot may take it over\n";
+            return exit_lock_lost;
+        }
         if (a.verbose)
             std::cerr << "sqlock: job \"" << a.name << "\": slot " << r.slot
                       << " failed; another firing of the slot may take it over\n";
@@ -556,8 +608,22 @@ struct shared_side {
 template <class Lock>
 int run_holding(Lock& m, sqlock::database& db, const options& o,
                 const std::optional<std::chrono::milliseconds>& wait,
-                std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds grace,
-                std::atomic<bool>& lost, std::mutex& lost_mutex, std::string& lost_message);
+                std::chrono::steady_clock::time_point deadline, const job_limits& limits,
+                lock_watch& watch);
+
+/// --grace checked against the TTL (see max_grace), or its default for the TTL.
+job_limits limits_for(std::optional<std::chrono::milliseconds> grace,
+                      std::chrono::milliseconds ttl) {
+    const auto most = max_grace(ttl);
+    if (grace && *grace > most)
+        throw usage_error("--grace " + std::to_string(grace->count()) + " ms does not fit --ttl " +
+                          std::to_string(ttl.count()) +
+                          " ms: the command must be stopped before the lease can end, and a "
+                          "lease is at risk only once half its TTL is left without a renewal; "
+                          "use --grace " +
+                          std::to_string(most.count()) + "ms or less, or a longer --ttl");
+    return {grace.value_or(default_grace(ttl)), kill_margin(ttl)};
+}
 
 int cmd_run(const options& o) {
     if (o.args.empty())
@@ -565,7 +631,7 @@ int cmd_run(const options& o) {
     const std::string name = o.args[0];
     sqlock::mutex_options mo;
     mo.renew = true;
-    std::chrono::milliseconds grace = std::chrono::seconds(10);
+    std::optional<std::chrono::milliseconds> grace;
     std::optional<std::chrono::milliseconds> wait;
     std::optional<std::chrono::milliseconds> once_per;
     std::optional<std::int64_t> permits;
@@ -644,6 +710,17 @@ int cmd_run(const options& o) {
     if ((permits || rw != rw_mode::none) && (once_per || !slot.empty()))
         throw usage_error("--permits, --shared and --exclusive cannot be combined with "
                           "--once-per/--slot");
+    const auto limits = limits_for(grace, mo.ttl);
+    open_wakeup_pipe();
+    // Shared with the lock's callbacks: sqlock's background thread may still be in one when
+    // this returns.
+    const auto watch = std::make_shared<lock_watch>();
+    mo.on_lost = [watch](const sqlock::lock_lost_event& event) {
+        watch->lost(event);
+    };
+    mo.on_at_risk = [watch](const sqlock::lock_at_risk_event& event) {
+        watch->risk(event);
+    };
     if (once_per || !slot.empty()) {
         // Checked before connecting, so a typo is a usage error (64) even when the database is
         // down.
@@ -662,44 +739,30 @@ int cmd_run(const options& o) {
         ja.job.slot = slot;
         ja.job.wait = wait;
         ja.job.lock = mo;
-        ja.grace = grace;
+        ja.limits = limits;
         ja.skipped_exit = skipped_exit.value_or(0);
         ja.verbose = verbose;
-        return run_job(o, std::move(ja));
+        return run_job(o, std::move(ja), *watch);
     }
     if (skipped_exit || verbose)
         throw usage_error("--skipped-exit and --verbose need --once-per or --slot");
-
-    open_wakeup_pipe();
-    std::atomic<bool> lost{false};
-    std::string lost_message;
-    std::mutex lost_mutex;
-    mo.on_lost = [&](const sqlock::lock_lost_event& event) {
-        {
-            std::lock_guard guard(lost_mutex);
-            lost_message = std::string(sqlock::to_string(event.reason)) + ": " + event.message;
-        }
-        lost = true;
-        wake_job_supervisor();
-    };
 
     // --wait counts from here: a server without free connection slots is waited out first.
     const auto deadline = deadline_of(wait);
     auto db = open_waiting(o, deadline, name);
     if (permits) {
         sqlock::semaphore s(db, name, *permits, mo);
-        return run_holding(s, db, o, wait, deadline, grace, lost, lost_mutex, lost_message);
+        return run_holding(s, db, o, wait, deadline, limits, *watch);
     }
     if (rw != rw_mode::none) {
         sqlock::shared_mutex rw_lock(db, name, mo, max_readers);
         if (rw == rw_mode::exclusive)
-            return run_holding(rw_lock, db, o, wait, deadline, grace, lost, lost_mutex,
-                               lost_message);
+            return run_holding(rw_lock, db, o, wait, deadline, limits, *watch);
         shared_side reader{rw_lock};
-        return run_holding(reader, db, o, wait, deadline, grace, lost, lost_mutex, lost_message);
+        return run_holding(reader, db, o, wait, deadline, limits, *watch);
     }
     sqlock::mutex m(db, name, mo);
-    return run_holding(m, db, o, wait, deadline, grace, lost, lost_mutex, lost_message);
+    return run_holding(m, db, o, wait, deadline, limits, *watch);
 }
 
 /// `sqlock run` once the database is open: takes `m` (a mutex, or a semaphore's permit), runs
@@ -707,8 +770,8 @@ int cmd_run(const options& o) {
 template <class Lock>
 int run_holding(Lock& m, sqlock::database& db, const options& o,
                 const std::optional<std::chrono::milliseconds>& wait,
-                std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds grace,
-                std::atomic<bool>& lost, std::mutex& lost_mutex, std::string& lost_message) {
+                std::chrono::steady_clock::time_point deadline, const job_limits& limits,
+                lock_watch& watch) {
     constexpr bool is_semaphore = std::is_same_v<Lock, sqlock::semaphore>;
     const std::string& name = m.name();
     const bool granted = !wait                ? (m.lock(), true)
@@ -745,21 +808,24 @@ int run_holding(Lock& m, sqlock::database& db, const options& o,
         permit = m.permit();
     std::string failure;
     const int status = run_job_group(
-        o.exec, child_environment(std::to_string(m.token()), name, permit), grace, lost, failure);
+        o.exec, child_environment(std::to_string(m.token()), name, permit), limits, watch, failure);
     if (status < 0)
         std::cerr << "sqlock: " << failure << "\n";
     m.unlock();
-    if (!lost && m.last_loss() != sqlock::loss_reason::none) {
+    if (!watch.is_lost() && m.last_loss() != sqlock::loss_reason::none) {
         // Found only at release (say, force-released by an operator): the command may have
         // run without the lock for a while.
-        lost = true;
-        std::lock_guard guard(lost_mutex);
-        lost_message = std::string(sqlock::to_string(m.last_loss())) + ": " + m.last_error();
+        watch.lost_at_release(std::string(sqlock::to_string(m.last_loss())) + ": " +
+                              m.last_error());
     }
-    if (lost) {
-        std::lock_guard guard(lost_mutex);
+    if (watch.is_lost()) {
         std::cerr << "sqlock: lock \"" << name << "\" was lost while the command ran ("
-                  << lost_message << ")\n";
+                  << watch.lost_message() << ")\n";
+        return exit_lock_lost;
+    }
+    if (watch.stopped_at_risk()) {
+        std::cerr << "sqlock: the command was stopped: its lock \"" << name
+                  << "\" was at risk of being lost (" << watch.risk_message() << ")\n";
         return exit_lock_lost;
     }
     if (const auto failure_msg = m.last_error(); !failure_msg.empty())
@@ -1482,6 +1548,12 @@ int exit_code_for(const sqlock::error& e) {
 int main(int argc, char** argv) {
     try {
         const auto o = parse_args(argc, argv);
+        database_for_jobs().url = o.url;
+        if (o.password_file_flag) {
+            std::error_code ec;
+            const auto path = std::filesystem::absolute(o.connect.password_file, ec);
+            database_for_jobs().password_file = ec ? o.connect.password_file : path.string();
+        }
         static const std::map<std::string, std::pair<int (*)(const options&), const char*>>
             commands = {
                 {"migrate", {cmd_migrate, migrate_help}}, {"run", {cmd_run, run_help}},

@@ -538,6 +538,8 @@ private:
         if (what != "connect")
             message += ", " + std::string(what) + ", " + m_config.redacted_url;
         message += ")";
+        // The driver's text never quotes the password today; make sure of it.
+        message = scrub_password(std::move(message), m_config.password);
         error failure(category, message, backend_name, code, e.getSQLState());
         if (is_server_full(failure))
             throw error(category, message + std::string(mysql_full_hint), backend_name, code,

@@ -202,12 +202,7 @@ std::string clean_message(std::string_view text) {
 
 /// Replaces the password if libpq ever echoed it (it does not today; this is a safety net).
 std::string scrub(std::string message, const std::string& password) {
-    if (password.size() < 4)
-        return message; // too short to find without mangling the text
-    for (auto pos = message.find(password); pos != std::string::npos;
-         pos = message.find(password, pos + 3))
-        message.replace(pos, password.size(), "***");
-    return message;
+    return scrub_password(std::move(message), password);
 }
 
 /// Where the next handle_policy reports libpq's handle. Set only around constructing a
