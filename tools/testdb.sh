@@ -278,7 +278,9 @@ EOF
     --socket="$DIR/mariadb/mysqld.sock" --pid-file="$DIR/mariadb/mysqld.pid"
     --log-error="$DIR/mariadb.log" --skip-name-resolve --max-connections="$my_max"
     --innodb-flush-log-at-trx-commit=1 --character-set-server=utf8mb4
-    --collation-server=utf8mb4_general_ci)
+    --collation-server=utf8mb4_general_ci
+    # sqlock status names select_for_update holders through the InnoDB lock monitor
+    --innodb-status-output-locks=ON)
   # Kept for "restart" (same arguments after a crash), one per line.
   printf '%s\n' "${myargs[@]}" >"$DIR/mariadb.args"
   launch_mariadbd "${myargs[@]}"

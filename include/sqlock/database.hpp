@@ -35,8 +35,15 @@ struct connect_options {
     /// Prefix of every table sqlock creates ("sqlock_" gives "sqlock_locks").
     /// Must match [A-Za-z_][A-Za-z0-9_]{0,31}; it is quoted as an identifier in SQL.
     std::string table_prefix = "sqlock_";
-    /// Upper bound on establishing one connection (TCP connect + authentication).
+    /// Upper bound on establishing one connection (TCP connect + authentication). PostgreSQL
+    /// keeps it to the millisecond; MariaDB's client counts whole seconds (rounded up).
     std::chrono::milliseconds connect_timeout = std::chrono::seconds(5);
+    /// connect() gives up at this point of the steady clock even when connect_timeout ends
+    /// later: its first connection, still in flight then, is abandoned (errc::connection, the
+    /// connect timeout's error; is_connect_unanswered()). For a caller whose whole operation
+    /// has a deadline (`sqlock run --wait`). Later connections use connect_timeout alone (a
+    /// lock wait bounds those by its own deadline). Default: none.
+    std::optional<std::chrono::steady_clock::time_point> connect_deadline;
     /// Upper bound on waiting for one reply from the server (0 = none). A hung server makes
     /// operations fail with errc::timeout / errc::connection instead of hanging.
     std::chrono::milliseconds io_timeout = std::chrono::seconds(30);
@@ -69,6 +76,10 @@ struct connect_options {
     /// Empty (the default): the URL's password; without one, PostgreSQL's libpq looks in
     /// PGPASSWORD and the password file (~/.pgpass or PGPASSFILE) as usual.
     std::string password_file;
+    /// SQLite: create the database file when it does not exist (the default). false, for
+    /// tools that only read (`sqlock status`): a missing file is errc::connection naming the
+    /// path, and nothing is created (no database, -wal or -shm file). Ignored by the servers.
+    bool create_sqlite_file = true;
 };
 
 /// What sqlock found out about the server behind a database handle, from the last connection
@@ -99,6 +110,14 @@ struct topology_info {
     std::vector<std::string> warnings;
 };
 
+/// A session waiting for a lock (lock_info::waiters).
+struct lock_waiter {
+    std::string who;                         ///< the waiting session, as the server names it
+    std::chrono::milliseconds waited_for{0}; ///< how long it has waited so far
+    /// Its place in the line (1: next), where the server grants in order; nullopt otherwise.
+    std::optional<std::int64_t> position;
+};
+
 /// One row of the lock table, as reported by the database. Times are the database's clock.
 struct lock_info {
     std::string name;     ///< the lock name
@@ -119,6 +138,13 @@ struct lock_info {
     std::chrono::milliseconds expires_in{0};
     /// How long the current holder has held it (database clock).
     std::chrono::milliseconds held_for{0};
+    /// select_for_update on a server that does not show who holds a row lock (MariaDB without
+    /// its InnoDB lock monitor, which needs innodb_status_output_locks = ON and the PROCESS
+    /// privilege): whether it is held is unknown, and held() is false. Never set elsewhere.
+    bool holder_hidden = false;
+    /// Sessions waiting for this lock, where the server shows them (select_for_update on
+    /// MariaDB with the lock monitor on), longest waiting first.
+    std::vector<lock_waiter> waiters;
     /// True when expires_at has passed by the database clock (expires_in <= 0). select_for_update
     /// rows never expire; held() says whether the lock is held.
     bool expired() const noexcept { return expires_in.count() <= 0; }
@@ -259,8 +285,10 @@ public:
     /// Break-glass release for operators. Lease strategies: the row becomes free and its token
     /// moves forward, so the old holder's renewals, releases and fenced writes fail from now on.
     /// select_for_update on PostgreSQL: the holder's session is ended. The action is recorded
-    /// with `actor` in the `<prefix>audit` table. Throws errc::unsupported for select_for_update
-    /// on MariaDB/SQLite (the holder cannot be identified there).
+    /// with `actor` in the `<prefix>audit` table. A lock nobody holds (no row, or a free row;
+    /// a holder whose lease expired still counts as holding it) is left as it is: released is
+    /// false, the token does not move and nothing is recorded. Throws errc::unsupported for
+    /// select_for_update on MariaDB/SQLite (the holder cannot be identified there).
     force_release_result force_release(std::string_view name, std::string_view actor);
 
     /// The steps of the server's clock that sqlock processes recorded (at most one per 10 s per

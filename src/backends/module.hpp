@@ -14,7 +14,7 @@ namespace sqlock::detail {
 
 /// Bumped whenever session, connection_config, sql_catalog or backend_module change shape:
 /// a module built against another layout is refused rather than called.
-inline constexpr int backend_module_abi = 1;
+inline constexpr int backend_module_abi = 2;
 
 /// What a backend gives the core.
 struct backend_module {

@@ -42,6 +42,58 @@ lock_info lock_info_of(const detail::row& r) {
     return info;
 }
 
+/// select_for_update rows whose holder list_locks cannot see (MariaDB, SQLite): asks the
+/// server's lock monitor (MariaDB) or the lock files (SQLite), taking no lock; rows it cannot
+/// tell about are marked holder_hidden. PostgreSQL's list_locks finds the holder itself.
+void reveal_row_lock_holders(detail::database_impl& db, backend_kind kind,
+                             std::vector<lock_info>& locks) {
+    const auto transactional = [](const lock_info& l) {
+        return l.strategy == "select_for_update";
+    };
+    if (kind == backend_kind::postgresql || std::none_of(locks.begin(), locks.end(), transactional))
+        return;
+    const auto found_held = [](lock_info& l, std::string who) {
+        l.owner = std::move(who);
+        l.acquired_at.clear(); // the row's times are its creation's, not the hold's
+        l.held_for = std::chrono::milliseconds(0);
+    };
+    auto s = db.checkout();
+    if (kind == backend_kind::sqlite) {
+        for (auto& l : locks) {
+            if (!transactional(l))
+                continue;
+            const auto held = s->lock_file_held(db.lock_file_for(l.name));
+            if (!held)
+                l.holder_hidden = true;
+            else if (*held)
+                found_held(l, "a process holding its lock file");
+        }
+        return;
+    }
+    std::string table = db.expand("{locks}");
+    std::erase_if(table, [](char c) { return c == '`' || c == '"'; });
+    const auto reports = s->row_locks(table);
+    for (auto& l : locks) {
+        if (!transactional(l))
+            continue;
+        if (!reports) {
+            l.holder_hidden = true;
+            continue;
+        }
+        for (const auto& r : *reports) {
+            if (r.key_length != l.name.size() || !std::string_view(l.name).starts_with(r.key))
+                continue;
+            const std::string who = "connection " + std::to_string(r.session_id);
+            if (r.waiting)
+                l.waiters.push_back({who, std::chrono::milliseconds(r.waited_ms), std::nullopt});
+            else
+                found_held(l, who);
+        }
+        std::stable_sort(l.waiters.begin(), l.waiters.end(),
+                         [](const auto& a, const auto& b) { return a.waited_for > b.waited_for; });
+    }
+}
+
 } // namespace
 
 std::vector<lock_info> database::list() {
@@ -50,6 +102,7 @@ std::vector<lock_info> database::list() {
     out.reserve(res.rows.size());
     for (const auto& r : res.rows)
         out.push_back(lock_info_of(r));
+    reveal_row_lock_holders(*m_impl, backend(), out);
     // A semaphore's or shared_mutex's locks together, in a reader's order: its writer gate,
     // then its permits by number ("permit 2" before "permit 10"), then its queue. Names compare
     // as bytes, the same on every backend (an ORDER BY follows the database's collation).
@@ -184,7 +237,9 @@ std::optional<lock_info> database::find(std::string_view name) {
     const auto res = m_impl->run(detail::statement::find_lock, {name});
     if (res.rows.empty())
         return std::nullopt;
-    return lock_info_of(res.rows.front());
+    std::vector<lock_info> one{lock_info_of(res.rows.front())};
+    reveal_row_lock_holders(*m_impl, backend(), one);
+    return std::move(one.front());
 }
 
 force_release_result database::force_release(std::string_view name, std::string_view actor) {
@@ -208,13 +263,27 @@ force_release_result database::force_release(std::string_view name, std::string_
             const auto ended = s->execute(statement::fu_terminate_holder, {name});
             out.sessions_ended = ended.rows.size();
             out.released = out.sessions_ended > 0;
-            s->execute(statement::audit_record, {std::string_view("force_release"), name, actor,
-                                                 std::string_view(out.previous_owner),
-                                                 out.previous_token, out.previous_token});
+            if (out.released) // nothing ended: nothing happened, nothing to record
+                s->execute(statement::audit_record, {std::string_view("force_release"), name, actor,
+                                                     std::string_view(out.previous_owner),
+                                                     out.previous_token, out.previous_token});
             return out;
         }
         s->begin();
-        s->execute(statement::force_release, {name});
+        // Read again inside the transaction: the owner and token reported are the ones freed.
+        const auto held = s->execute(statement::inspect_lock, {name});
+        if (!held.rows.empty()) {
+            out.previous_owner = held.rows[0].at(0).value_or("");
+            out.previous_token = detail::column_int(held.rows[0].at(1));
+        }
+        // Only a held row is freed (an expired holder's too: its token moves past the old
+        // grant). A free row has nobody to fence off: no token bump, no audit row.
+        const auto freed = s->execute(statement::force_release, {name});
+        if (freed.affected_rows == 0) {
+            s->rollback();
+            out.new_token = out.previous_token;
+            return out;
+        }
         const auto after = s->execute(statement::inspect_lock, {name});
         out.new_token = after.rows.empty() ? 0 : detail::column_int(after.rows[0].at(1));
         s->execute(statement::audit_record,

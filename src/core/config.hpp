@@ -49,16 +49,20 @@ struct connection_config {
     std::string client_identity;
     /// The URL with the password replaced by "***": the only form used in messages.
     std::string redacted_url;
+    /// SQLite: create `path` when missing (connect_options::create_sqlite_file).
+    bool create_file = true;
 };
 
 /// Parses a sqlock URL (see sqlock::connect). Throws errc::invalid_argument with a message
 /// that shows the redacted URL and says what is wrong.
 connection_config parse_url(std::string_view url);
 
-/// `message` with every occurrence of `password` replaced by "***" (a password shorter than 4
-/// characters is left alone: it cannot be told from the text around it). For messages that
-/// quote a server's or a client library's text.
-std::string scrub_password(std::string message, const std::string& password);
+/// `message` with the password field of every URL in it ("scheme://user:PASSWORD@host...")
+/// and every connection-string value "password=..." replaced by "***", found by structure, not
+/// by the password's text: user, host and database names stay whole. For messages that quote a
+/// server's or a client library's text (neither libpq nor MariaDB Connector/C++ quotes the
+/// password or the connection string today; this holds should a future version do so).
+std::string redact_passwords(std::string message);
 
 /// The password in the file at `path` (connect_options::password_file): one trailing newline
 /// is dropped. Throws errc::invalid_argument, naming the file and the fix, for a file that is

@@ -137,6 +137,7 @@ database_impl::database_impl(connection_config config, const connect_options& op
         throw error(errc::invalid_argument, "clock_step_threshold must be positive");
     m_config.connect_timeout = m_options.connect_timeout;
     m_config.io_timeout = m_options.io_timeout;
+    m_config.create_file = m_options.create_sqlite_file;
 
     const auto& prefix = m_options.table_prefix;
     for (const char* table :
@@ -306,6 +307,9 @@ database connect(std::string_view url, const connect_options& options) {
     // refuse lock tables newer than this library (older ones are reported at the first lock,
     // so that connect() followed by migrate() works).
     database db(std::move(impl));
+    std::optional<detail::connect_deadline> deadline;
+    if (options.connect_deadline)
+        deadline.emplace(*options.connect_deadline);
     if (options.check_schema) {
         const int version = db.schema_version();
         const int expected = database::expected_schema_version(db.backend());

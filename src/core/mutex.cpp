@@ -402,6 +402,12 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
         turn.gate = std::move(gate);
     }
 
+    // A connection opened for an attempt (a seat, a lock session, a pooled one) gives up at
+    // the deadline too, not only at connect_timeout: a connect in flight then is abandoned.
+    std::optional<detail::connect_deadline> connect_bound;
+    if (deadline != std::chrono::steady_clock::time_point::max() &&
+        deadline != std::chrono::steady_clock::time_point::min())
+        connect_bound.emplace(deadline);
     detail::backoff delay(impl.m_options.retry_min, impl.m_options.retry_max);
     detail::full_server_backoff full_delay;
     // Whether the server refuses every connection for lack of slots, since when, and its last

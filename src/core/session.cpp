@@ -4,6 +4,7 @@
 
 #include "core/clock_watch.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <iterator>
 
@@ -39,6 +40,7 @@ bool same_as_remembered(const param& p, const std::optional<std::string>& stored
 }
 
 thread_local std::optional<std::chrono::milliseconds> t_busy_wait_limit;
+thread_local std::optional<std::chrono::steady_clock::time_point> t_connect_deadline;
 
 } // namespace
 
@@ -53,6 +55,29 @@ busy_wait_limit::~busy_wait_limit() {
 
 std::optional<std::chrono::milliseconds> busy_wait_limit::current() noexcept {
     return t_busy_wait_limit;
+}
+
+connect_deadline::connect_deadline(std::chrono::steady_clock::time_point deadline) noexcept
+    : m_outer(t_connect_deadline) {
+    t_connect_deadline = deadline;
+}
+
+connect_deadline::~connect_deadline() {
+    t_connect_deadline = m_outer;
+}
+
+std::optional<std::chrono::steady_clock::time_point> connect_deadline::current() noexcept {
+    return t_connect_deadline;
+}
+
+std::chrono::milliseconds connect_budget(std::chrono::milliseconds connect_timeout) noexcept {
+    using namespace std::chrono;
+    if (!t_connect_deadline || *t_connect_deadline == steady_clock::time_point::max())
+        return connect_timeout;
+    const auto now = steady_clock::now();
+    const auto left = *t_connect_deadline <= now ? milliseconds::zero()
+                                                 : ceil<milliseconds>(*t_connect_deadline - now);
+    return std::min(connect_timeout, std::max(left, min_connect_budget));
 }
 
 bool session::needs_sending(statement id, std::span<const param> params) {

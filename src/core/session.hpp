@@ -36,6 +36,15 @@ struct result {
 std::int64_t column_int(const std::optional<std::string>& text) noexcept;
 
 /// One statement of a batch: a catalog statement and its parameters.
+/// One row lock a server reports (session::row_locks).
+struct row_lock_report {
+    std::string key;             ///< the row's primary key (a lock name), or its first bytes
+    std::size_t key_length = 0;  ///< the key's whole length in bytes (more than key.size(): cut)
+    bool waiting = false;        ///< a request not granted yet (else held)
+    std::int64_t session_id = 0; ///< the server's id of the session (MariaDB thread id)
+    std::int64_t waited_ms = 0;  ///< waiting: for how long so far
+};
+
 struct batch_item {
     statement id;
     std::vector<param> params;
@@ -60,6 +69,31 @@ public:
 private:
     std::optional<std::chrono::milliseconds> m_outer;
 };
+
+/// While alive, connections this thread opens give up at `deadline` (steady clock) when it
+/// comes before their connect_timeout: the deadline of a lock wait (or of the caller of
+/// connect(), connect_options::connect_deadline) also bounds a connect still in flight, which
+/// is then abandoned with the connect timeout's error. Scopes nest; the innermost one counts.
+class connect_deadline {
+public:
+    explicit connect_deadline(std::chrono::steady_clock::time_point deadline) noexcept;
+    ~connect_deadline();
+    connect_deadline(const connect_deadline&) = delete;
+    connect_deadline& operator=(const connect_deadline&) = delete;
+    /// The calling thread's innermost deadline, if any.
+    static std::optional<std::chrono::steady_clock::time_point> current() noexcept;
+
+private:
+    std::optional<std::chrono::steady_clock::time_point> m_outer;
+};
+
+/// The shortest a connect is given under a connect_deadline (one made at or past the deadline:
+/// a lock wait's last attempt), so that a server that answers at once is still reached.
+inline constexpr std::chrono::milliseconds min_connect_budget{500};
+
+/// How long a connection opened now may take: `connect_timeout`, or less when the thread's
+/// connect_deadline comes sooner (but at least min_connect_budget).
+std::chrono::milliseconds connect_budget(std::chrono::milliseconds connect_timeout) noexcept;
 
 /// One database connection. Not thread-safe: a session is used by one thread at a time
 /// (the pool hands it out exclusively, or a held lock pins it).
@@ -143,6 +177,23 @@ public:
     /// The server's id for this connection (PostgreSQL backend pid, MariaDB connection id), as
     /// pg_terminate_backend() / KILL take it; 0 where there is none (SQLite) or it is unknown.
     virtual std::int64_t server_session_id() const noexcept { return 0; }
+
+    /// Row locks the server holds or is asked for on `table` (its unquoted name), for servers
+    /// whose SQL views hide the holder of an uncontended row lock (MariaDB: read from the InnoDB
+    /// lock monitor, SHOW ENGINE INNODB STATUS with innodb_status_output_locks = ON and the
+    /// PROCESS privilege). Takes no lock. nullopt when the server does not show them (the
+    /// setting is off, the privilege is missing, or the backend has no such view).
+    virtual std::optional<std::vector<row_lock_report>> row_locks(std::string_view table) {
+        (void)table;
+        return std::nullopt;
+    }
+    /// SQLite: whether another connection holds the write lock of lock file `file` (a
+    /// select_for_update hold), asked without taking any lock; false when there is no such
+    /// file. nullopt elsewhere and when it cannot be told.
+    virtual std::optional<bool> lock_file_held(const std::string& file) {
+        (void)file;
+        return std::nullopt;
+    }
 
     /// Shows the replies of statements that return the server's clock ("-- sqlock:
     /// server-clock") to `watch` (the database handle's; nullptr: to nobody).

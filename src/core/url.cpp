@@ -2,6 +2,7 @@
 #include "core/config.hpp"
 #include "sqlock/error.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <utility>
@@ -226,12 +227,48 @@ connection_config parse_url(std::string_view url) {
     return cfg;
 }
 
-std::string scrub_password(std::string message, const std::string& password) {
-    if (password.size() < 4)
-        return message; // too short to find without mangling the text
-    for (auto pos = message.find(password); pos != std::string::npos;
-         pos = message.find(password, pos + 3))
-        message.replace(pos, password.size(), "***");
+std::string redact_passwords(std::string message) {
+    // Every URL in the text ("scheme://..." up to the next blank or quote): its password field.
+    const auto url_char = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '+' || c == '-' || c == '.';
+    };
+    const auto ends_url = [](char c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '"' || c == '\'' ||
+               c == '`' || c == '<' || c == '>';
+    };
+    for (auto mark = message.find("://"); mark != std::string::npos;) {
+        auto begin = mark;
+        while (begin > 0 && url_char(message[begin - 1]))
+            --begin;
+        auto end = mark + 3;
+        while (end < message.size() && !ends_url(message[end]))
+            ++end;
+        const std::string_view found = std::string_view(message).substr(begin, end - begin);
+        const std::string shown = begin < mark ? redact(found) : std::string(found);
+        message.replace(begin, end - begin, shown);
+        mark = message.find("://", begin + shown.size());
+    }
+    // libpq-style connection strings: password=secret, password='se cret' (\' and \\ escaped).
+    constexpr std::string_view key = "password=";
+    for (auto at = message.find(key); at != std::string::npos; at = message.find(key, at + 1)) {
+        if (at > 0 && (url_char(message[at - 1]) || message[at - 1] == '_'))
+            continue; // part of a longer word (my_password=)
+        const auto value = at + key.size();
+        auto end = value;
+        if (end < message.size() && message[end] == '\'') {
+            for (++end; end < message.size() && message[end] != '\''; ++end)
+                if (message[end] == '\\')
+                    ++end;
+            end = std::min(end + 1, message.size());
+        } else {
+            while (end < message.size() && !ends_url(message[end]) && message[end] != '&' &&
+                   message[end] != ';')
+                ++end;
+        }
+        if (message.compare(value, end - value, "***") != 0)
+            message.replace(value, end - value, "***");
+    }
     return message;
 }
 

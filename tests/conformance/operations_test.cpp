@@ -97,9 +97,9 @@ TEST_SUITE("backend") {
         const auto& row = doc.at(0);
         REQUIRE(row.is_object());
         const std::vector<std::string> fields = {
-            "name",        "primitive",   "role",       "owner",         "host",
-            "pid",         "strategy",    "token",      "hold_count",    "held",
-            "acquired_at", "held_for_ms", "expires_at", "expires_in_ms", "expired"};
+            "name",       "primitive",     "role",       "owner",   "host",        "pid",
+            "strategy",   "token",         "hold_count", "held",    "acquired_at", "held_for_ms",
+            "expires_at", "expires_in_ms", "expired",    "waiting", "waiters"};
         CHECK(row.size() == fields.size());
         for (const auto& f : fields)
             CHECK_MESSAGE(row.count(f) == 1, f);

@@ -64,3 +64,46 @@ TEST_CASE("json layout: one line, \", \" and \": \", documented order, numbers a
     CHECK(json_rows(rows) == "[\n {\"a\": 1},\n {\"a\": 2}\n]\n");
     CHECK(nlohmann::ordered_json::parse(json_rows(rows)) == rows);
 }
+
+TEST_CASE("normalize_args: --opt=value, options before or after NAME, hints") {
+    using v = std::vector<std::string>;
+    const auto ok = [](std::string_view command, v args) {
+        auto r = sqlock::cli::normalize_args(command, std::move(args));
+        CHECK(r.error.empty());
+        return r.args;
+    };
+    const auto error = [](std::string_view command, v args) {
+        return sqlock::cli::normalize_args(command, std::move(args)).error;
+    };
+    CHECK(ok("release", {"--force", "x"}) == v{"x", "--force"});
+    CHECK(ok("release", {"x", "--force"}) == v{"x", "--force"});
+    CHECK(ok("release", {"--actor", "bob", "x", "--force"}) == v{"x", "--actor", "bob", "--force"});
+    CHECK(ok("release", {"--actor=bob", "x"}) == v{"x", "--actor", "bob"});
+    CHECK(ok("run", {"--wait", "0", "n", "--ttl=5s"}) == v{"n", "--wait", "0", "--ttl", "5s"});
+    CHECK(ok("run", {"--slot", "-x", "n"}) == v{"n", "--slot", "-x"}); // a value, not an option
+    CHECK(ok("status", {"--name=a*", "--json"}) == v{"--name", "a*", "--json"});
+    CHECK(ok("status", {"--json", "stray"}) == v{"--json", "stray"}); // the command says why
+    CHECK(ok("nosuch", {"a", "--b=c"}) == v{"a", "--b=c"});
+    CHECK(ok("run", {"n", "--new=1"}) == v{"n", "--new", "1"}); // the command rejects --new
+    CHECK(error("status", {"--json=1"}) == "status: --json takes no value (\"--json=1\")");
+    CHECK(error("release", {"x", "--actor"}) == "release: --actor needs a value");
+    CHECK(error("release", {"--force"}) == "release: missing lock NAME");
+    CHECK(error("leader", {}) == "leader: missing election NAME");
+    CHECK(error("release", {"x", "y"}) == "release: unexpected argument \"y\"");
+    CHECK(error("release", {"x", "--bogus", "y"}) == "release: unknown option --bogus");
+    CHECK(error("run", {"n", "true"}) ==
+          "run: \"true\" is not an option; put the command after \"--\": sqlock run n -- true");
+    CHECK(error("run", {"--wait", "0", "n", "echo", "hi"}) ==
+          "run: \"echo\" is not an option; put the command after \"--\": sqlock run n -- echo hi");
+}
+
+TEST_CASE("escape_control, readable_lock_name, readable_message") {
+    using namespace sqlock::cli;
+    CHECK(escape_control("a\nb\tc\x1f\x7f\\") == "a\\nb\\tc\\x1f\\x7f\\\\");
+    CHECK(escape_control("caf\xc3\xa9") == "caf\xc3\xa9"); // UTF-8 passes
+    CHECK(readable_lock_name("jobs\x1fpermit 2") == "jobs [permit 2]");
+    CHECK(readable_lock_name("plain") == "plain");
+    CHECK(readable_message("lock \"db\x1fwriter\" was taken over") ==
+          "lock \"db [writer]\" was taken over");
+    CHECK(readable_message("a\nb C:\\dir") == "a\\nb C:\\dir");
+}

@@ -140,3 +140,22 @@ TEST_CASE("url: a malformed host list is invalid_argument") {
         many += (i ? "," : "") + std::string("h") + std::to_string(i);
     CHECK(message_of(many + "/d").find("more than 16 hosts") != std::string::npos);
 }
+
+TEST_CASE("redact_passwords: the password field only, never the password's text elsewhere") {
+    using sqlock::detail::redact_passwords;
+    // The password "lock" is part of the user's and the database's names: they stay whole.
+    CHECK(redact_passwords("cannot connect to postgresql://lockuser:lock@127.0.0.1:1/blockdb: "
+                           "password authentication failed for user \"lockuser\"") ==
+          "cannot connect to postgresql://lockuser:***@127.0.0.1:1/blockdb: password "
+          "authentication failed for user \"lockuser\"");
+    CHECK(redact_passwords("at mysql://u:***@h/db) again") == "at mysql://u:***@h/db) again");
+    CHECK(redact_passwords("(mysql://lockuser:lock@h1:3306,h2/blockdb)") ==
+          "(mysql://lockuser:***@h1:3306,h2/blockdb)");
+    CHECK(redact_passwords("tcp://127.0.0.1:3306 refused") == "tcp://127.0.0.1:3306 refused");
+    CHECK(redact_passwords("host='h' password='se cr\\'et' dbname='lockdb'") ==
+          "host='h' password=*** dbname='lockdb'");
+    CHECK(redact_passwords("x?user=lock&password=lock&db=blockdb") ==
+          "x?user=lock&password=***&db=blockdb");
+    CHECK(redact_passwords("my_password=kept") == "my_password=kept");
+    CHECK(redact_passwords("lockuser lock blockdb") == "lockuser lock blockdb");
+}

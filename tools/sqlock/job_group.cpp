@@ -38,13 +38,19 @@ int g_guard_chld_pipe[2] = {-1, -1};  ///< in the guard: SIGCHLD and signals wak
 
 /// The signals sqlock passes on to the job, through the guard.
 constexpr std::array forwarded{SIGINT, SIGTERM, SIGHUP};
-/// In the guard: when it last received each of them itself (CLOCK_MONOTONIC, ns; 0: never).
+/// In the guard: when it last received each of them itself (CLOCK_MONOTONIC, ns; 0: never),
+/// and how many times.
 volatile sig_atomic_t g_guard_got_s[forwarded.size()] = {};
 volatile sig_atomic_t g_guard_got_ns[forwarded.size()] = {};
-/// A signal sent to sqlock is passed on unless the guard got the same one within this long
-/// around it: then it was sent to every process of the service (systemd's control-group
-/// kill, a kill of several pids), and the job has its own copy.
-constexpr long same_signal_window_ms = 100;
+volatile sig_atomic_t g_guard_got_count[forwarded.size()] = {};
+/// A signal sent to sqlock is passed on unless the guard got a copy of its own: then it was
+/// sent to every process of the service (systemd's control-group kill, a kill of several
+/// pids), and the job has its own copy too. Each copy of the guard's answers for one request,
+/// if it came at most `same_signal_before_ms` before the request reached the guard (sqlock
+/// may be slow to pass it on) or at most `same_signal_after_ms` after it (the guard is waited
+/// for that long before the signal is passed on).
+constexpr long same_signal_before_ms = 2000;
+constexpr long same_signal_after_ms = 100;
 
 /// The signals the guard ignores (only SIGKILL ends it) and whose disposition the job gets
 /// back as sqlock found it.
@@ -64,7 +70,7 @@ long monotonic_ms() noexcept {
 /// sqlock's handler: asks the guard to pass the signal on ("F<signal>"; see run_guard).
 void forward_to_job(int sig) {
     const int saved = errno;
-    if (g_job_pgid > 0 && g_link >= 0) {
+    if (g_link >= 0) { // the guard passes it on once the job exists
         char line[8] = {'F', static_cast<char>('0' + sig / 10), static_cast<char>('0' + sig % 10),
                         '\n'};
         // send(MSG_NOSIGNAL): a guard that died must not cost sqlock a SIGPIPE.
@@ -82,6 +88,7 @@ void guard_note_signal(int sig) {
             clock_gettime(CLOCK_MONOTONIC, &now);
             g_guard_got_s[i] = static_cast<sig_atomic_t>(now.tv_sec);
             g_guard_got_ns[i] = static_cast<sig_atomic_t>(now.tv_nsec);
+            g_guard_got_count[i] = g_guard_got_count[i] + 1;
         }
     write_byte(g_guard_chld_pipe[1], 's');
     errno = saved;
@@ -237,7 +244,7 @@ struct job_spec {
 }
 
 /// The signals sqlock asked the guard to pass on to the job, each waiting (at most
-/// same_signal_window_ms) to see whether the guard gets the same signal itself.
+/// same_signal_after_ms) to see whether the guard gets the same signal itself.
 class pending_forwards {
 public:
     /// sqlock got `sig` and asks to pass it on.
@@ -256,13 +263,16 @@ public:
             if (m_requested[i] < 0)
                 continue;
             const long got = guard_got_ms(forwarded[i]);
-            if (got >= 0 && got >= m_requested[i] - same_signal_window_ms) {
-                m_requested[i] = -1; // sent to the guard too, so to the job as well
-            } else if (now >= m_requested[i] + same_signal_window_ms) {
+            const long count = g_guard_got_count[i];
+            if (count > m_answered[i] && got >= m_requested[i] - same_signal_before_ms) {
+                m_answered[i] = count; // sent to the guard too, so to the job as well
+                m_requested[i] = -1;
+            } else if (now >= m_requested[i] + same_signal_after_ms) {
+                m_answered[i] = count; // older copies of the guard's answer for nothing now
                 kill(-job, forwarded[i]);
                 m_requested[i] = -1;
             } else {
-                const long left = m_requested[i] + same_signal_window_ms - now;
+                const long left = m_requested[i] + same_signal_after_ms - now;
                 next = next < 0 ? left : std::min(next, left);
             }
         }
@@ -271,6 +281,7 @@ public:
 
 private:
     long m_requested[forwarded.size()] = {-1, -1, -1};
+    long m_answered[forwarded.size()] = {0, 0, 0}; ///< the guard's copies used up so far
 };
 
 /// Reads sqlock's messages to the guard ("F<signal>\n": pass it on) without allocating.
@@ -529,20 +540,31 @@ pid_t start_guard(const job_spec& spec, int& link_out, std::string& failure) {
     // If the guard dies, the job's processes come to sqlock, which then reaps them.
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     install_handlers();
+    // From here a signal to sqlock goes to the guard, which may start the job before fork()
+    // returns here. Blocked across the fork: the guard must not run sqlock's handler (it
+    // installs its own, then unblocks); sqlock gets what came meanwhile after the fork.
+    fcntl(link[0], F_SETFL, O_NONBLOCK);
+    g_link = link[0];
+    sigset_t all;
+    sigset_t old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     const pid_t guard = fork();
     if (guard == 0) {
+        g_link = -1;
         close(link[0]);
         run_guard(link[1], spec);
     }
+    const int fork_error = errno;
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     close(link[1]);
     if (guard < 0) {
+        g_link = -1;
         close(link[0]);
-        failure = std::string("fork: ") + std::strerror(errno);
+        failure = std::string("fork: ") + std::strerror(fork_error);
         return -1;
     }
-    fcntl(link[0], F_SETFL, O_NONBLOCK);
     link_out = link[0];
-    g_link = link[0];
     return guard;
 }
 

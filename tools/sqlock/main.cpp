@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -58,7 +59,8 @@ global options (before or after COMMAND):
   --password-file F    read the password of a URL without one from file F (mode 600:
                        private to its owner); default: $SQLOCK_PASSWORD_FILE
   --table-prefix P     prefix of sqlock's tables (default sqlock_)
-  --connect-timeout D  bound on connecting (default 5s)
+  --connect-timeout D  bound on connecting (default 5s); PostgreSQL keeps it to the
+                       millisecond, MariaDB in whole seconds (rounded up: 500ms is 1s)
   -h, --help           help for sqlock or for COMMAND
   --version            print the version
 
@@ -70,6 +72,9 @@ exit codes: 0 ok; 1 release: nothing to release, leader: no leader; 64 bad usage
             `run --once-per` exits 0 (or --skipped-exit N) when the slot was already done.
             `check` uses Nagios codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
 durations: 500ms, 30s, 10m, 2h, 1d, or a bare number of seconds.
+options take their value as "--ttl 5s" or "--ttl=5s", before or after a command's NAME
+(sqlock release --force NAME); what `run` starts always comes after "--". Commands that only
+read (status, list, history, check, leader, migrate --status) never create an SQLite file.
 )";
 
 constexpr const char* migrate_help = R"(usage: sqlock [--url URL] migrate [--print | --status]
@@ -105,7 +110,11 @@ $SQLOCK_NAME), releases the lock when CMD exits, and exits with CMD's status.
                  A database server refusing connections because it is at its connection
                  limit is waited out within D too (exit 75 if it still refuses at the end);
                  a wrong password, unknown database or unreachable server fail at once (69),
-                 but with several hosts in the URL a failover in progress is waited out
+                 but with several hosts in the URL a failover in progress is waited out.
+                 sqlock returns within D + 1s whatever the server does: a connect still
+                 in flight at the end is abandoned (exit 75; --wait 0: after 900 ms), and a
+                 grant later than D + 1s is given back. On a terminal, a line on stderr
+                 says who holds the lock and for how long while it waits
   --grace D      when renewals fail while CMD runs, CMD's process group gets SIGTERM, then
                  SIGKILL after D, timed so that it is gone before the lease can end (at
                  most half the TTL; default 10s, at most a quarter of the TTL); a lock lost
@@ -162,9 +171,14 @@ constexpr const char* list_help =
 
 For every lock row: name, fencing token, hold count, strategy, holder (host:pid), how long it
 has been held, and when its lease ends (relative and absolute UTC, by the database clock).
-select_for_update holders are shown where the server tells (PostgreSQL). A semaphore shows a
-row per permit in use, "NAME [permit K]", and "NAME [permit queue]" while someone waits for a
-permit; a shared mutex "NAME [reader K]" per reader and "NAME [writer]" for a writer.
+select_for_update holders: PostgreSQL always; SQLite from the lock files; MariaDB only with
+its InnoDB lock monitor (SET GLOBAL innodb_status_output_locks = ON, and the PROCESS privilege
+for status), else "unknown" (never "free"); MariaDB also shows who waits there. A semaphore
+shows a row per permit in use, "NAME [permit K]", and "NAME [permit queue]" while someone
+waits for a permit; a shared mutex "NAME [reader K]" per reader and "NAME [writer]" for a
+writer. The summary counts holders (mutexes, permits, readers, writers), waiting (held
+queues, waiters shown), free or expired rows, and unknown ones. Status takes no lock.
+Durations read "45.2s", "2m46s", "3h12m"; control characters in names print as \n, \x1f.
   --expired     only leases that have expired (what `sqlock reap` would delete)
   --name GLOB   only names matching a shell pattern ("reports:*"; a semaphore's or shared
                 mutex's own name)
@@ -172,11 +186,14 @@ permit; a shared mutex "NAME [reader K]" per reader and "NAME [writer]" for a wr
                 name, primitive ("mutex", "semaphore" or "shared_mutex"), role ("" for a
                 mutex; "permit K" or "permit queue" for a semaphore; "reader K", "reader
                 queue" or "writer" for a shared mutex), owner, host, pid, strategy, token,
-                hold_count, held (bool), acquired_at, held_for_ms, expires_at, expires_in_ms,
-                expired (bool).
-                Times are UTC "YYYY-MM-DD HH:MM:SS.ffffff"; *_ms are integers.
+                hold_count, held (bool; null: unknown), acquired_at, held_for_ms,
+                expires_at, expires_in_ms, expired (bool), waiting (bool: a held queue row),
+                waiters (array of {who, waited_for_ms, position}).
+                Times are UTC "YYYY-MM-DD HH:MM:SS.ffffff"; *_ms are integers; null where a
+                value is unknown or does not apply (no holder, no lease, no token).
   --prometheus  the Prometheus text format, for node_exporter's textfile collector:
-                sqlock_locks_held{strategy}, sqlock_locks_expired,
+                sqlock_locks_held{strategy}, sqlock_locks_waiting, sqlock_locks_unknown,
+                sqlock_locks_expired,
                 sqlock_oldest_lock_age_seconds, sqlock_lock_rows,
                 sqlock_clock_steps_recent, sqlock_clock_step_last_seconds, and per scheduled
                 job: sqlock_job_last_success_timestamp_seconds, sqlock_job_last_duration_seconds,
@@ -235,11 +252,12 @@ Exit 0 when there is a leader, 1 when there is none; 69/70/78 on errors (see sql
 constexpr const char* release_help =
     R"(usage: sqlock [--url URL] release NAME --force [--permit K] [--actor WHO] [--json]
 
-Break-glass for operators. With --permit K, NAME is a semaphore and its permit K is released. Lease strategies: the row is freed and its fencing token moved
-forward, so the old holder's renewals, releases and fenced writes fail from now on (it gets
+Break-glass for operators. With --permit K, NAME is a semaphore and its permit K is released.
+Lease strategies: the row is freed and its fencing token moved forward, so the old holder's renewals, releases and fenced writes fail from now on (it gets
 its lost signal). select_for_update on PostgreSQL: the holder's session is ended. Recorded in
-the <prefix>audit table with WHO (default: $USER@host). Exit 1 when there was nothing to
-release.
+the <prefix>audit table with WHO (default: $USER@host). A lock nobody holds (no row, or a free
+row) is left alone: "nothing to release", exit 1, no token moved, nothing recorded; a holder
+whose lease expired (not taken over) still holds it and is released as above.
   --json   {"name", "permit" (null without --permit), "released", "strategy", "previous_owner",
             "previous_token", "new_token", "sessions_ended", "actor"}
 )";
@@ -256,6 +274,7 @@ struct options {
     std::vector<std::string> exec; ///< after "--"
     bool help = false;
     bool password_file_flag = false; ///< --password-file given (not only $SQLOCK_PASSWORD_FILE)
+    std::string args_error; ///< what is wrong with the command's arguments (normalize_args)
 };
 
 /// What the command `run` starts is told about the database (see child_environment): set
@@ -298,8 +317,23 @@ options parse_args(int argc, char** argv) {
     if (const char* env = std::getenv("SQLOCK_PASSWORD_FILE"))
         o.connect.password_file = env;
     for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
+        std::string a = argv[i];
+        // --option=value, for the global options: the same as "--option value". (Command
+        // options are split by normalize_args below.)
+        std::optional<std::string> inline_value;
+        if (const auto eq = a.find('='); a.starts_with("--") && eq != std::string::npos) {
+            const auto option = a.substr(0, eq);
+            if (option == "--url" || option == "--password-file" || option == "--table-prefix" ||
+                option == "--connect-timeout") {
+                inline_value = a.substr(eq + 1);
+                a = option;
+            } else if (option == "--help" || option == "--version") {
+                throw usage_error(option + " takes no value");
+            }
+        }
         auto value = [&]() -> std::string {
+            if (inline_value)
+                return *inline_value;
             if (i + 1 >= argc)
                 throw usage_error(a + " needs a value");
             return argv[++i];
@@ -313,7 +347,8 @@ options parse_args(int argc, char** argv) {
             o.help = true;
         else if (a == "--url") {
             o.url = value();
-            hide_password(argv[i]);
+            // argv[i] is the URL, or "--url=URL": the password is overwritten either way.
+            hide_password(argv[i] + (inline_value ? std::strlen("--url=") : 0));
         } else if (a == "--password-file") {
             o.connect.password_file = value();
             o.password_file_flag = true;
@@ -330,6 +365,22 @@ options parse_args(int argc, char** argv) {
         else
             o.args.push_back(a);
     }
+    if (!o.help) {
+        // Options before or after the NAME, --option=value (cli.hpp).
+        auto normalized = normalize_args(o.command, std::move(o.args));
+        o.args = std::move(normalized.args);
+        o.args_error = std::move(normalized.error);
+    }
+    // Commands that only read never create a SQLite database (a mistyped path is an error,
+    // not a new empty file); migrate --print does not connect at all.
+    const bool reads_only =
+        o.command == "status" || o.command == "list" || o.command == "history" ||
+        o.command == "check" || o.command == "leader" ||
+        (o.command == "migrate" &&
+         std::any_of(o.args.begin(), o.args.end(),
+                     [](const std::string& a) { return a == "--status" || a == "--print"; }));
+    if (reads_only)
+        o.connect.create_sqlite_file = false;
     return o;
 }
 
@@ -340,6 +391,8 @@ sqlock::database open(const options& o) {
 }
 
 using steady = std::chrono::steady_clock;
+
+std::string human_ms(std::int64_t ms); // below, with the status output
 
 /// The deadline of a wait of `wait` from now: time_point::max() without one (wait as long as
 /// it takes), time_point::min() for no wait at all (--wait 0).
@@ -376,42 +429,58 @@ bool lists_several_hosts(const std::string& url) {
 /// in [d/2, 3d/2), d from 50 ms doubling to 2 s), instead of failing at once; at the deadline,
 /// errc::timeout that says so (exit 75). So is a failover in progress when the URL lists
 /// several hosts: hosts refusing or dropping connections (retryable errc::connection) and
-/// only standbys answering (errc::topology), until a standby is promoted. With no time to
-/// wait (time_point::min()) and for every other failure (wrong password, unknown database,
+/// only standbys answering (errc::topology), until a standby is promoted. A connect still in
+/// flight at the deadline is abandoned (errc::timeout, exit 75). With no time to wait
+/// (time_point::min(); a connect unanswered within 900 ms is exit 75 too) and for every other
+/// failure (wrong password, unknown database,
 /// connection refused by a single-host URL, unknown host) the error is reported at once.
 sqlock::database open_waiting(const options& o, steady::time_point deadline,
                               const std::string& lock_name) {
+    const auto started = steady::now();
     std::optional<steady::time_point> refused_since;
     auto pause = std::chrono::milliseconds(50);
     std::mt19937_64 rng{std::random_device{}()};
+    // A connect still in flight at the deadline is abandoned (exit 75): --wait bounds the
+    // connect too, not only --connect-timeout. --wait 0 gives it at most 900 ms, so that one
+    // try also returns within a second.
+    auto bounded = o;
+    if (deadline != steady::time_point::max())
+        bounded.connect.connect_deadline = deadline == steady::time_point::min()
+                                               ? started + std::chrono::milliseconds(900)
+                                               : deadline;
     for (;;) {
         try {
-            return open(o);
+            return open(bounded);
         } catch (const sqlock::error& e) {
             const bool full = sqlock::is_server_full(e);
             const bool failing_over = lists_several_hosts(o.url) &&
                                       ((e.code() == sqlock::errc::connection && e.retryable()) ||
                                        e.code() == sqlock::errc::topology);
-            if ((!full && !failing_over && !sqlock::is_connect_unanswered(e)) ||
-                deadline == steady::time_point::min())
+            const bool unanswered = sqlock::is_connect_unanswered(e);
+            if ((!full && !failing_over && !unanswered) ||
+                (deadline == steady::time_point::min() && !unanswered))
                 throw;
             const auto now = steady::now();
             if (!refused_since)
                 refused_since = now;
             if (now >= deadline) {
-                const auto ms =
-                    std::chrono::duration_cast<std::chrono::milliseconds>(now - *refused_since);
-                char seconds[32];
-                std::snprintf(seconds, sizeof seconds, "%.1f s",
-                              static_cast<double>(ms.count()) / 1000);
+                const auto ms = [](steady::duration d) {
+                    return human_ms(
+                        std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+                };
                 throw not_granted_in_time(
                     sqlock::errc::timeout,
-                    "lock \"" + lock_name + "\" not granted within --wait: " +
-                        (full ? "the database server refused new connections"
+                    "lock \"" + lock_name + "\" not granted within --wait (" + ms(now - started) +
+                        "): " +
+                        (full ? "the database server refused new connections for " +
+                                    ms(now - *refused_since) + " until the deadline"
                          : failing_over
-                             ? "no host of the URL accepted writes (a failover?)"
-                             : "the database server did not answer new connections in time") +
-                        " for " + seconds + " until the deadline (" + e.what() + ")",
+                             ? "no host of the URL accepted writes (a failover?) for " +
+                                   ms(now - *refused_since) + " until the deadline"
+                             : std::string("the database server did not answer new "
+                                           "connections in time; the connect still in flight "
+                                           "at the deadline was abandoned")) +
+                        " (" + e.what() + ")",
                     e.backend(), e.native_code(), e.sqlstate());
             }
             std::uniform_int_distribution<std::int64_t> jitter(0, pause.count());
@@ -558,33 +627,35 @@ int run_job(const options& o, job_run_args a, lock_watch& watch) {
     case sqlock::job_outcome::skipped:
         // Silent by default: cron mails whatever a job prints.
         if (a.verbose)
-            std::cerr << "sqlock: job \"" << a.name << "\": slot " << r.slot << " already done by "
-                      << r.done_by_host << ":" << r.done_by_pid << " (token " << r.done_by_token
-                      << "); not running it\n";
+            std::cerr << "sqlock: job \"" << escape_control(a.name) << "\": slot " << r.slot
+                      << " already done by " << r.done_by_host << ":" << r.done_by_pid << " (token "
+                      << r.done_by_token << "); not running it\n";
         return a.skipped_exit;
     case sqlock::job_outcome::not_granted:
-        std::cerr << "sqlock: job \"" << a.name << "\": another run held its lock for longer than "
+        std::cerr << "sqlock: job \"" << escape_control(a.name)
+                  << "\": another run held its lock for longer than "
                   << "--wait; the command did not run\n";
         return exit_timeout;
     case sqlock::job_outcome::lost:
-        std::cerr << "sqlock: job \"" << a.name << "\": the lock was lost (" << r.message
-                  << "); the attempt is recorded as lost\n";
+        std::cerr << "sqlock: job \"" << escape_control(a.name) << "\": the lock was lost ("
+                  << r.message << "); the attempt is recorded as lost\n";
         return exit_lock_lost;
     case sqlock::job_outcome::succeeded:
         if (a.verbose)
-            std::cerr << "sqlock: job \"" << a.name << "\": slot " << r.slot << " done (token "
-                      << r.token << (r.takeover ? ", took over after a failed attempt" : "")
-                      << ")\n";
+            std::cerr << "sqlock: job \"" << escape_control(a.name) << "\": slot " << r.slot
+                      << " done (token " << r.token
+                      << (r.takeover ? ", took over after a failed attempt" : "") << ")\n";
         return exit_ok;
     default:
         if (watch.stopped_at_risk()) {
-            std::cerr << "sqlock: job \"" << a.name << "\": the command was stopped: its lock "
+            std::cerr << "sqlock: job \"" << escape_control(a.name)
+                      << "\": the command was stopped: its lock "
                       << "was at risk of being lost (" << watch.risk_message()
                       << "); another firing of the slot may take it over\n";
             return exit_lock_lost;
         }
         if (a.verbose)
-            std::cerr << "sqlock: job \"" << a.name << "\": slot " << r.slot
+            std::cerr << "sqlock: job \"" << escape_control(a.name) << "\": slot " << r.slot
                       << " failed; another firing of the slot may take it over\n";
         return raw_status < 0 ? exit_software : status_of(raw_status);
     }
@@ -765,6 +836,73 @@ int cmd_run(const options& o) {
     return run_holding(m, db, o, wait, deadline, limits, *watch);
 }
 
+/// `sqlock run` waiting for its lock on a terminal: one line on stderr, rewritten every second
+/// (\r), that says how long it has waited and (a mutex) who holds the lock and for how long;
+/// cleared when the wait ends (destructor). Nothing when stderr is not a terminal, and nothing
+/// for a wait that ends within the first second.
+class wait_progress {
+public:
+    wait_progress(sqlock::database& db, const std::string& name, bool show_holder) {
+        if (isatty(STDERR_FILENO) != 1)
+            return;
+        m_thread = std::thread([this, &db, name, show_holder] { show(db, name, show_holder); });
+    }
+    ~wait_progress() {
+        if (!m_thread.joinable())
+            return;
+        {
+            std::lock_guard lock(m_mutex);
+            m_stop = true;
+        }
+        m_wake.notify_all();
+        m_thread.join();
+        if (m_shown) {
+            std::fputs("\r\033[K", stderr);
+            std::fflush(stderr);
+        }
+    }
+    wait_progress(const wait_progress&) = delete;
+    wait_progress& operator=(const wait_progress&) = delete;
+
+private:
+    void show(sqlock::database& db, const std::string& name, bool show_holder) {
+        const auto start = steady::now();
+        auto next = start + std::chrono::seconds(1);
+        std::unique_lock lock(m_mutex);
+        while (!m_wake.wait_until(lock, next, [&] { return m_stop; })) {
+            lock.unlock();
+            std::string holder;
+            if (show_holder) {
+                try {
+                    if (const auto h = db.find(name); h && h->held())
+                        holder = "; held by " + escape_control(h->host) + ":" +
+                                 std::to_string(h->pid) + " for " + human_ms(h->held_for.count());
+                } catch (const std::exception&) {
+                    // Who holds it is a courtesy; the wait goes on.
+                }
+            }
+            lock.lock();
+            if (m_stop)
+                break;
+            const auto waited =
+                std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start);
+            const std::string line = "\r\033[Ksqlock: waiting for lock \"" +
+                                     readable_lock_name(name) + "\" for " +
+                                     human_ms(waited.count()) + holder;
+            std::fputs(line.c_str(), stderr);
+            std::fflush(stderr);
+            m_shown = true;
+            next += std::chrono::seconds(1);
+        }
+    }
+
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    bool m_stop = false;
+    bool m_shown = false;
+    std::thread m_thread; ///< last: started once the rest is ready
+};
+
 /// `sqlock run` once the database is open: takes `m` (a mutex, or a semaphore's permit), runs
 /// the command, gives it back, and returns the exit status.
 template <class Lock>
@@ -774,13 +912,38 @@ int run_holding(Lock& m, sqlock::database& db, const options& o,
                 lock_watch& watch) {
     constexpr bool is_semaphore = std::is_same_v<Lock, sqlock::semaphore>;
     const std::string& name = m.name();
+    // --wait D returns within D + 1 s: a grant that comes later than that (a reply delayed
+    // past the deadline) is given back at once, not kept, and the command does not run.
+    const auto wait_started = steady::now();
+    const auto late_after =
+        !wait ? steady::time_point::max()
+              : (deadline == steady::time_point::min() ? wait_started : deadline) +
+                    std::chrono::seconds(1);
+    std::optional<wait_progress> progress;
+    if (!wait || wait->count() > 0)
+        progress.emplace(db, name, std::is_same_v<Lock, sqlock::mutex>);
     const bool granted = !wait                ? (m.lock(), true)
                          : wait->count() == 0 ? m.try_lock()
                                               : m.try_lock_until(deadline);
+    progress.reset(); // the progress line is cleared before anything else is printed
+    if (granted && steady::now() > late_after) {
+        const auto took =
+            std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - wait_started);
+        try {
+            m.unlock();
+        } catch (const std::exception&) {
+            // Given back or not, the lease ends at its TTL; the command does not run.
+        }
+        std::cerr << "sqlock: " << (is_semaphore ? "a permit of semaphore \"" : "lock \"") << name
+                  << "\" was granted only after " << human_ms(took.count()) << ", past --wait "
+                  << human_ms(wait->count())
+                  << " and its second of grace: given back at once; the command did not run\n";
+        return exit_timeout;
+    }
     if (!granted) {
         std::cerr << "sqlock: " << (is_semaphore ? "no permit of semaphore \"" : "lock \"") << name
                   << "\" " << (is_semaphore ? "was granted" : "not granted") << " within "
-                  << wait->count() << " ms";
+                  << human_ms(wait->count());
         if constexpr (is_semaphore) {
             std::cerr << " (all " << m.permits() << " permits held)\n";
             return exit_timeout;
@@ -793,7 +956,7 @@ int run_holding(Lock& m, sqlock::database& db, const options& o,
                 std::cerr << ": held by " << holder->host << ":" << holder->pid << " (owner "
                           << holder->owner << ", token " << holder->token;
                 if (holder->strategy != "select_for_update")
-                    std::cerr << ", lease ends in " << holder->expires_in.count() << " ms";
+                    std::cerr << ", lease ends in " << human_ms(holder->expires_in.count());
                 std::cerr << ")";
             }
         } catch (const std::exception&) {
@@ -818,18 +981,21 @@ int run_holding(Lock& m, sqlock::database& db, const options& o,
         watch.lost_at_release(std::string(sqlock::to_string(m.last_loss())) + ": " +
                               m.last_error());
     }
+    // Names print readably: "NAME [permit 2]", never a raw 0x1f or other control byte.
     if (watch.is_lost()) {
-        std::cerr << "sqlock: lock \"" << name << "\" was lost while the command ran ("
-                  << watch.lost_message() << ")\n";
+        std::cerr << "sqlock: lock \"" << readable_lock_name(name)
+                  << "\" was lost while the command ran (" << readable_message(watch.lost_message())
+                  << ")\n";
         return exit_lock_lost;
     }
     if (watch.stopped_at_risk()) {
-        std::cerr << "sqlock: the command was stopped: its lock \"" << name
-                  << "\" was at risk of being lost (" << watch.risk_message() << ")\n";
+        std::cerr << "sqlock: the command was stopped: its lock \"" << readable_lock_name(name)
+                  << "\" was at risk of being lost (" << readable_message(watch.risk_message())
+                  << ")\n";
         return exit_lock_lost;
     }
     if (const auto failure_msg = m.last_error(); !failure_msg.empty())
-        std::cerr << "sqlock: warning: " << failure_msg << "\n";
+        std::cerr << "sqlock: warning: " << readable_message(failure_msg) << "\n";
     return status < 0 ? exit_software : status_of(status);
 }
 
@@ -841,11 +1007,43 @@ ojson optional_json(const std::optional<T>& v) {
 
 /// One element of status/list --json (fields and order as list_help documents them).
 /// "exports [permit 2]" for a semaphore's lock, the name itself for a mutex's.
+/// `text` with control characters escaped (\n, \t, \r, \xHH), so that a name cannot break
+/// a table row or a message line.
+std::string printable(std::string_view text) {
+    std::string out;
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '\n')
+            out += "\\n";
+        else if (c == '\t')
+            out += "\\t";
+        else if (c == '\r')
+            out += "\\r";
+        else if (u < 0x20 || u == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", u);
+            out += buf;
+        } else
+            out += c;
+    }
+    return out;
+}
+
 std::string display_name(const sqlock::lock_info& l) {
-    std::string shown(l.primitive_name());
+    std::string shown = printable(l.primitive_name());
     if (!l.role().empty())
-        shown += " [" + std::string(l.role()) + "]";
+        shown += " [" + printable(l.role()) + "]";
     return shown;
+}
+
+/// What a held row means: a semaphore's or shared mutex's queue row held means someone waits
+/// (not a holder); a shared mutex's writer gate held means a writer holds it or waits for its
+/// readers; a permit or a mutex held is a holder.
+bool is_queue_row(const sqlock::lock_info& l) {
+    return l.role().ends_with(" queue");
+}
+bool is_gate_row(const sqlock::lock_info& l) {
+    return l.role() == "writer";
 }
 
 /// Which primitive a lock belongs to, from its role: "mutex", "semaphore" or "shared_mutex".
@@ -857,21 +1055,37 @@ const char* primitive_of(const sqlock::lock_info& l) {
 }
 
 ojson lock_json(const sqlock::lock_info& l) {
+    // null where a value is unknown or does not apply (no sentinel values): select_for_update
+    // rows have no lease and no token in the row; a free row has no holder.
+    const bool transactional = l.strategy == "select_for_update";
+    const bool holder = l.held() || (!transactional && !l.owner.empty());
+    const auto text_or_null = [](const std::string& v) {
+        return v.empty() ? ojson(nullptr) : ojson(v);
+    };
+    auto waiters = ojson::array();
+    for (const auto& w : l.waiters)
+        waiters.push_back({{"who", w.who},
+                           {"waited_for_ms", w.waited_for.count()},
+                           {"position", optional_json(w.position)}});
     return {{"name", std::string(l.primitive_name())},
             {"primitive", primitive_of(l)},
             {"role", std::string(l.role())},
-            {"owner", l.owner},
-            {"host", l.host},
-            {"pid", l.pid},
+            {"owner", holder ? ojson(l.owner) : ojson(nullptr)},
+            {"host", holder ? text_or_null(l.host) : ojson(nullptr)},
+            {"pid", holder && l.pid > 0 ? ojson(l.pid) : ojson(nullptr)},
             {"strategy", l.strategy},
-            {"token", l.token},
-            {"hold_count", l.hold_count},
-            {"held", l.held()},
-            {"acquired_at", l.acquired_at},
-            {"held_for_ms", l.held_for.count()},
-            {"expires_at", l.expires_at},
-            {"expires_in_ms", l.expires_in.count()},
-            {"expired", l.expired()}};
+            {"token", l.token > 0 ? ojson(l.token) : ojson(nullptr)},
+            {"hold_count", holder ? ojson(l.hold_count) : ojson(nullptr)},
+            {"held", l.holder_hidden ? ojson(nullptr) : ojson(l.held())},
+            {"acquired_at", holder ? text_or_null(l.acquired_at) : ojson(nullptr)},
+            {"held_for_ms",
+             l.held() && !l.acquired_at.empty() ? ojson(l.held_for.count()) : ojson(nullptr)},
+            {"expires_at", transactional || l.owner.empty() ? ojson(nullptr) : ojson(l.expires_at)},
+            {"expires_in_ms",
+             transactional || l.owner.empty() ? ojson(nullptr) : ojson(l.expires_in.count())},
+            {"expired", transactional ? ojson(false) : ojson(!l.owner.empty() && l.expired())},
+            {"waiting", is_queue_row(l) && l.held()},
+            {"waiters", waiters}};
 }
 
 /// Steps of the database's clock recorded in the last 24 hours, newest first (none when the
@@ -893,9 +1107,15 @@ void print_prometheus(const std::vector<sqlock::lock_info>& locks,
     for (const char* s : {"unique_key", "select_for_update", "optimistic_version"})
         held[s] = 0;
     int expired = 0;
+    int waiting = 0;
+    int unknown = 0;
     double oldest = 0;
     for (const auto& l : locks) {
-        if (l.held()) {
+        waiting += static_cast<int>(l.waiters.size()) + (is_queue_row(l) && l.held() ? 1 : 0);
+        unknown += l.holder_hidden ? 1 : 0;
+        if (l.held() && (is_queue_row(l) || is_gate_row(l))) {
+            continue; // someone waits (a queue), or a writer's gate: not a holder of its own
+        } else if (l.held()) {
             ++held[l.strategy];
             oldest = std::max(oldest, static_cast<double>(l.held_for.count()) / 1000.0);
         } else if (l.strategy != "select_for_update" && l.expired()) {
@@ -906,6 +1126,15 @@ void print_prometheus(const std::vector<sqlock::lock_info>& locks,
               << "# TYPE sqlock_locks_held gauge\n";
     for (const auto& [strategy, n] : held)
         std::cout << "sqlock_locks_held{strategy=\"" << strategy << "\"} " << n << "\n";
+    std::cout << "# HELP sqlock_locks_waiting Waiters the server shows (select_for_update on "
+                 "MariaDB with its lock monitor), plus semaphores and shared mutexes whose queue "
+                 "is held (someone waits).\n"
+              << "# TYPE sqlock_locks_waiting gauge\n"
+              << "sqlock_locks_waiting " << waiting << "\n"
+              << "# HELP sqlock_locks_unknown select_for_update locks whose holder the server "
+                 "hides (MariaDB: innodb_status_output_locks OFF or no PROCESS privilege).\n"
+              << "# TYPE sqlock_locks_unknown gauge\n"
+              << "sqlock_locks_unknown " << unknown << "\n";
     std::cout << "# HELP sqlock_locks_expired Expired lock rows waiting for the reaper.\n"
               << "# TYPE sqlock_locks_expired gauge\n"
               << "sqlock_locks_expired " << expired << "\n"
@@ -1125,10 +1354,28 @@ int cmd_status(const options& o) {
         return exit_ok;
     }
     if (o.command == "status") {
-        const auto held =
-            std::count_if(locks.begin(), locks.end(), [](const auto& l) { return l.held(); });
-        std::cout << held << " held, " << locks.size() - static_cast<std::size_t>(held)
-                  << " free or expired, in " << db.url() << "\n";
+        // Counted as what the rows are: a held queue row is someone waiting, a held writer
+        // gate is a writer (its permits are its hold), a permit or mutex held is a holder.
+        std::size_t held = 0, waiting = 0, unknown = 0, other = 0;
+        for (const auto& l : locks) {
+            waiting += l.waiters.size();
+            if (l.holder_hidden)
+                ++unknown;
+            else if (l.held() && is_queue_row(l))
+                ++waiting;
+            else if (l.held() && !is_gate_row(l))
+                ++held;
+            else if (!l.held())
+                ++other;
+        }
+        std::cout << held << " held, " << waiting << " waiting, " << other << " free or expired";
+        if (unknown > 0)
+            std::cout << ", " << unknown << " unknown";
+        std::cout << ", in " << db.url() << "\n";
+        if (unknown > 0)
+            std::cout << "unknown: select_for_update holders are hidden by this server; MariaDB "
+                         "shows them with SET GLOBAL innodb_status_output_locks = ON and the "
+                         "PROCESS privilege\n";
         if (const auto steps = recent_clock_steps(db); !steps.empty()) {
             const auto& last = steps.front();
             std::printf("clock: the database's clock stepped %zu time%s in the last 24 h; latest "
@@ -1161,31 +1408,36 @@ int cmd_status(const options& o) {
                 "HOLDER", "HELD FOR", "EXPIRES");
     for (const auto& l : locks) {
         const bool transactional = l.strategy == "select_for_update";
-        const std::string holder =
-            l.held() ? l.host + ":" + std::to_string(l.pid) : std::string("-");
-        char held_for[32] = "-";
-        if (l.held())
-            std::snprintf(held_for, sizeof held_for, "%.1fs",
-                          static_cast<double>(l.held_for.count()) / 1000.0);
-        char expires[96];
-        if (transactional) {
+        std::string holder = "-";
+        if (l.holder_hidden)
+            holder = "unknown";
+        else if (l.held())
+            holder =
+                l.pid > 0 ? printable(l.host) + ":" + std::to_string(l.pid) : printable(l.owner);
+        const std::string held_for =
+            l.held() && !l.acquired_at.empty() ? human_ms(l.held_for.count()) : "-";
+        std::string expires;
+        if (l.holder_hidden) {
+            expires = "unknown (holder hidden)";
+        } else if (transactional) {
             // Held by an open transaction: no lease, it lasts as long as the holder's session.
-            std::snprintf(expires, sizeof expires, "%s", l.held() ? "with its session" : "free");
+            expires = l.held() ? "with its session" : "free";
         } else if (l.owner.empty()) {
-            std::snprintf(expires, sizeof expires, "free");
+            expires = "free";
+        } else if (l.expired()) {
+            expires =
+                "expired " + human_ms(-l.expires_in.count()) + " ago (" + l.expires_at + " UTC)";
         } else {
-            const double secs = static_cast<double>(l.expires_in.count()) / 1000.0;
-            if (l.expired())
-                std::snprintf(expires, sizeof expires, "expired %.1fs ago (%s UTC)", -secs,
-                              l.expires_at.c_str());
-            else
-                std::snprintf(expires, sizeof expires, "in %.1fs (%s UTC)", secs,
-                              l.expires_at.c_str());
+            expires = "in " + human_ms(l.expires_in.count()) + " (" + l.expires_at + " UTC)";
         }
+        if (l.held() && is_queue_row(l))
+            expires += "; someone waits";
+        for (const auto& w : l.waiters)
+            expires += "; waiting: " + printable(w.who) + " for " + human_ms(w.waited_for.count());
         const std::string token = l.token > 0 ? std::to_string(l.token) : "-";
         std::printf("%-32s %10s %5lld %-18s %-24s %-14s %s\n", display_name(l).c_str(),
                     token.c_str(), static_cast<long long>(l.hold_count), l.strategy.c_str(),
-                    holder.c_str(), held_for, expires);
+                    holder.c_str(), held_for.c_str(), expires.c_str());
     }
     print_jobs();
     return exit_ok;
@@ -1296,7 +1548,7 @@ int cmd_release(const options& o) {
         actor = std::string(user ? user : "unknown") + "@" + host + " (sqlock release --force)";
     }
     auto db = open(o);
-    const std::string shown = permit ? name + " [permit " + std::to_string(*permit) + "]" : name;
+    const std::string shown = readable_lock_name(row_name); // "NAME [permit K]", escaped
     const auto r = db.force_release(row_name, actor);
     if (json) {
         const ojson out = {{"name", name},
@@ -1576,15 +1828,22 @@ int main(int argc, char** argv) {
             std::cout << it->second.second;
             return exit_ok;
         }
+        if (!o.args_error.empty()) {
+            if (o.command == "check") { // a monitoring plugin: bad usage is UNKNOWN (3) too
+                std::cout << "SQLOCK UNKNOWN - " << o.args_error << "\n";
+                return nagios_unknown;
+            }
+            throw usage_error(o.args_error);
+        }
         return it->second.first(o);
     } catch (const usage_error& e) {
         std::cerr << "sqlock: " << e.what() << "\n(see sqlock --help)\n";
         return exit_usage;
     } catch (const sqlock::error& e) {
-        std::cerr << "sqlock: " << e.what() << "\n";
+        std::cerr << "sqlock: " << readable_message(e.what()) << "\n"; // no raw control bytes
         return exit_code_for(e);
     } catch (const std::exception& e) {
-        std::cerr << "sqlock: " << e.what() << "\n";
+        std::cerr << "sqlock: " << readable_message(e.what()) << "\n";
         return exit_software;
     }
 }

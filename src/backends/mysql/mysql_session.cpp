@@ -241,8 +241,11 @@ public:
             options["schema"] = sql::SQLString(config.database);
         // Lock names and owners are VARBINARY; utf8mb4 only shapes host/strategy and messages.
         options["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
-        // The connect timeout also bounds the wait for the server's greeting.
-        options["OPT_CONNECT_TIMEOUT"] = std::max(ceil_seconds(config.connect_timeout), 1);
+        // The connect timeout also bounds the wait for the server's greeting. The client counts
+        // whole seconds: connect_timeout (or what is left to the thread's connect_deadline,
+        // connect_budget) is rounded up, to at least 1 s.
+        options["OPT_CONNECT_TIMEOUT"] =
+            std::max(ceil_seconds(connect_budget(config.connect_timeout)), 1);
         if (const int io = ceil_seconds(config.io_timeout); io > 0) {
             options["OPT_READ_TIMEOUT"] = io;
             options["OPT_WRITE_TIMEOUT"] = io;
@@ -367,6 +370,90 @@ public:
 
     bool usable() const noexcept override { return m_usable && !hung_up_while_idle(); }
     std::int64_t server_session_id() const noexcept override { return m_connection_id; }
+
+    /// InnoDB shows the holder of an uncontended row lock nowhere in SQL (INNODB_LOCKS lists
+    /// only contended locks; MariaDB has no performance_schema.data_locks). Its lock monitor
+    /// does, in SHOW ENGINE INNODB STATUS, when innodb_status_output_locks is ON (needs the
+    /// PROCESS privilege). Reading it takes no lock.
+    std::optional<std::vector<row_lock_report>> row_locks(std::string_view table) override {
+        std::string text;
+        try {
+            const auto on = query("SELECT @@GLOBAL.innodb_status_output_locks");
+            if (on.rows.empty() || on.rows[0].at(0).value_or("0") != "1")
+                return std::nullopt;
+            const auto status = query("SHOW ENGINE INNODB STATUS");
+            if (status.rows.empty() || status.rows[0].size() < 3)
+                return std::nullopt;
+            text = status.rows[0][2].value_or("");
+        } catch (const error&) {
+            return std::nullopt; // no PROCESS privilege
+        }
+        return parse_lock_monitor(text, table);
+    }
+
+    /// The record locks on `table` in the InnoDB monitor's TRANSACTIONS section.
+    static std::vector<row_lock_report> parse_lock_monitor(std::string_view text,
+                                                           std::string_view table) {
+        std::vector<row_lock_report> out;
+        std::int64_t thread = 0;
+        std::int64_t waited_ms = 0;
+        bool in_wait_section = false; // the waiting lock, shown again in the lock list
+        bool ours = false;            // the current RECORD LOCKS header is on `table`
+        bool waiting = false;
+        bool record = false; // the next " 0:" field line is a locked record's key
+        const std::string of_table = "`.`" + std::string(table) + "` trx id ";
+        std::size_t pos = 0;
+        while (pos < text.size()) {
+            auto end = text.find('\n', pos);
+            if (end == std::string_view::npos)
+                end = text.size();
+            const auto line = text.substr(pos, end - pos);
+            pos = end + 1;
+            if (line.starts_with("---TRANSACTION ")) {
+                thread = 0;
+                waited_ms = 0;
+                ours = false;
+            } else if (const auto t = line.find(" thread id ");
+                       t != std::string_view::npos &&
+                       (line.starts_with("MariaDB") || line.starts_with("MySQL"))) {
+                thread = std::strtoll(std::string(line.substr(t + 11)).c_str(), nullptr, 10);
+            } else if (line.starts_with("------- TRX HAS BEEN WAITING ")) {
+                in_wait_section = true;
+                const auto n = std::strtoll(std::string(line.substr(29)).c_str(), nullptr, 10);
+                waited_ms = line.find(" us ") != std::string_view::npos ? n / 1000 : n * 1000;
+            } else if (line.starts_with("------------------")) {
+                in_wait_section = false;
+            } else if (line.starts_with("RECORD LOCKS ")) {
+                ours = !in_wait_section && line.find(of_table) != std::string_view::npos &&
+                       line.find(" gap before rec") == std::string_view::npos &&
+                       line.find(" insert intention") == std::string_view::npos;
+                waiting = line.ends_with(" waiting");
+            } else if (line.starts_with("TABLE LOCK ") || line.starts_with("---")) {
+                ours = false;
+            } else if (line.starts_with("Record lock, heap no ")) {
+                record = ours && !line.starts_with("Record lock, heap no 1 "); // not supremum
+            } else if (record && line.starts_with(" 0: len ")) {
+                record = false;
+                row_lock_report r;
+                r.key_length = std::strtoull(std::string(line.substr(8)).c_str(), nullptr, 10);
+                const auto hex = line.find("; hex ");
+                if (hex == std::string_view::npos)
+                    continue;
+                for (auto i = hex + 6; i + 1 < line.size() && line[i] != ';' && line[i] != ' ';
+                     i += 2)
+                    r.key += static_cast<char>(
+                        std::strtol(std::string(line.substr(i, 2)).c_str(), nullptr, 16));
+                if (const auto total = line.find("(total "); total != std::string_view::npos)
+                    r.key_length =
+                        std::strtoull(std::string(line.substr(total + 7)).c_str(), nullptr, 10);
+                r.waiting = waiting;
+                r.session_id = thread;
+                r.waited_ms = waiting ? waited_ms : 0;
+                out.push_back(std::move(r));
+            }
+        }
+        return out;
+    }
 
 private:
     struct prepared_statement {
@@ -533,13 +620,13 @@ private:
         std::string message = "mysql: ";
         if (what == "connect")
             message += "cannot connect to " + m_config.redacted_url + ": ";
-        message += e.what();
+        // The driver's text never quotes the password or a connection string today (it names
+        // the user, host and database): should it ever, the password field is masked.
+        message += redact_passwords(e.what());
         message += " (error " + std::to_string(code);
         if (what != "connect")
             message += ", " + std::string(what) + ", " + m_config.redacted_url;
         message += ")";
-        // The driver's text never quotes the password today; make sure of it.
-        message = scrub_password(std::move(message), m_config.password);
         error failure(category, message, backend_name, code, e.getSQLState());
         if (is_server_full(failure))
             throw error(category, message + std::string(mysql_full_hint), backend_name, code,

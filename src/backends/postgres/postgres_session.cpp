@@ -26,6 +26,7 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -92,7 +93,9 @@ std::string build_conninfo(const connection_config& config) {
     if (!config.password.empty())
         append_conninfo(info, "password", config.password);
     append_conninfo(info, "dbname", config.database);
-    // libpq counts whole seconds and treats 1 as 2.
+    // libpq counts whole seconds and treats 1 as 2; and it applies only to a blocking connect.
+    // Connections are made by connect_bounded, which keeps connect_timeout to the millisecond
+    // itself; this stays for anything that reads the conninfo.
     const auto timeout_ms = config.connect_timeout.count();
     const long long timeout_s = std::max<long long>(2, (timeout_ms + 999) / 1000);
     append_conninfo(info, "connect_timeout", std::to_string(timeout_s));
@@ -200,14 +203,106 @@ std::string clean_message(std::string_view text) {
     return out.empty() ? std::string("(no message)") : out;
 }
 
-/// Replaces the password if libpq ever echoed it (it does not today; this is a safety net).
-std::string scrub(std::string message, const std::string& password) {
-    return scrub_password(std::move(message), password);
+/// Masks the password field of any URL or connection string in the text, should libpq ever
+/// echo one (it does not today: its messages name the host, port, user and database only).
+std::string scrub(std::string message) {
+    return redact_passwords(std::move(message));
 }
 
 /// Where the next handle_policy reports libpq's handle. Set only around constructing a
 /// connection, which libpqxx opens synchronously on the constructing thread.
 thread_local PGconn** t_handle_slot = nullptr;
+
+/// A connection made already (connect_bounded) that the next handle_policy hands to libpqxx
+/// instead of connecting (connect_direct takes a handle it is given as it is). Set only
+/// around constructing a connection, like t_handle_slot.
+thread_local PGconn* t_adopt = nullptr;
+
+struct pg_conn_deleter {
+    void operator()(PGconn* c) const noexcept { PQfinish(c); }
+};
+using pg_conn_ptr = std::unique_ptr<PGconn, pg_conn_deleter>;
+
+/// libpq's text of a failed connect, one host's lines (they end in a newline).
+std::string connect_error_text(const PGconn* c) {
+    const char* text = PQerrorMessage(c);
+    std::string out = text && *text ? text : "connection failed\n";
+    if (out.back() != '\n')
+        out += '\n';
+    return out;
+}
+
+/// A connection to the URL's hosts, tried one at a time in order (as libpq's own host list
+/// would), each for at most connect_timeout and all of them together at most until the
+/// thread's connect_deadline (connect_budget). libpq's connect_timeout counts whole seconds,
+/// at least 2, and PQconnectPoll ignores it; so the connect runs here, non-blocking
+/// (PQconnectStart, PQconnectPoll and poll()), bounded to the millisecond: a connect still in
+/// flight at its bound is abandoned. Throws std::runtime_error with libpq's text ("connection
+/// to server at ... failed: ...", one such line per host; "timeout expired" for a host that
+/// did not finish in time) when no host gave a connection that accepts writes.
+pg_conn_ptr connect_bounded(const connection_config& config) {
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    const auto budget = connect_budget(config.connect_timeout);
+    const auto all_end = start + budget;
+    // One host (or libpq's defaults: none given) is one attempt with the conninfo as it is.
+    std::vector<endpoint> hosts = config.endpoints;
+    const bool several = hosts.size() > 1;
+    if (!several)
+        hosts = {endpoint{config.host, config.port}};
+    std::string failures;
+    for (const auto& host : hosts) {
+        auto one = config;
+        if (several)
+            one.endpoints = {host};
+        const auto host_start = clock::now();
+        if (host_start >= all_end && !failures.empty())
+            break;
+        const auto end = std::min(all_end, host_start + config.connect_timeout);
+        pg_conn_ptr c(PQconnectStart(build_conninfo(one).c_str()));
+        if (!c)
+            throw std::bad_alloc();
+        PostgresPollingStatusType polled = PGRES_POLLING_WRITING; // as after PQconnectStart
+        if (PQstatus(c.get()) == CONNECTION_BAD)
+            polled = PGRES_POLLING_FAILED;
+        for (;;) {
+            if (polled == PGRES_POLLING_OK)
+                return c;
+            if (polled == PGRES_POLLING_FAILED) {
+                failures += connect_error_text(c.get());
+                break;
+            }
+            const auto now = clock::now();
+            if (now >= end) {
+                const auto waited =
+                    std::chrono::duration_cast<std::chrono::milliseconds>(now - host_start);
+                failures += "connection to server at \"" + host.host + "\", port " +
+                            std::to_string(host.port > 0 ? host.port : 5432) +
+                            " failed: timeout expired after " + std::to_string(waited.count()) +
+                            " ms" +
+                            (end == all_end && budget < config.connect_timeout
+                                 ? " (abandoned at the caller's deadline)"
+                                 : "") +
+                            "\n";
+                break;
+            }
+            pollfd p{};
+            p.fd = PQsocket(c.get());
+            p.events = polled == PGRES_POLLING_READING ? POLLIN : POLLOUT;
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(end - now);
+            const int ready =
+                ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 60'000)));
+            if (ready < 0 && errno != EINTR) {
+                failures += "connection to server at \"" + host.host +
+                            "\" failed: poll: " + std::to_string(errno) + "\n";
+                break;
+            }
+            if (ready > 0)
+                polled = PQconnectPoll(c.get());
+        }
+    }
+    throw std::runtime_error(failures);
+}
 
 /// Sets t_handle_slot for one connection's construction.
 class handle_capture {
@@ -231,6 +326,10 @@ public:
         : pqxx::connect_direct(options), m_slot(t_handle_slot) {}
 
     handle do_startconnect(handle orig) override {
+        if (!orig && t_adopt) {
+            orig = t_adopt; // connected already (connect_bounded): libpqxx takes it as it is
+            t_adopt = nullptr;
+        }
         return record(pqxx::connect_direct::do_startconnect(orig));
     }
     handle do_completeconnect(handle orig) override {
@@ -286,8 +385,18 @@ public:
         const std::string conninfo = build_conninfo(config);
         validate_conninfo(conninfo, m_url);
         try {
+            auto connected = connect_bounded(config);
             const handle_capture capture(&m_pg);
-            m_conn = std::make_unique<pq_connection>(conninfo);
+            t_adopt = connected.release();
+            try {
+                m_conn = std::make_unique<pq_connection>(conninfo);
+            } catch (...) {
+                if (t_adopt) // not handed to libpqxx
+                    PQfinish(std::exchange(t_adopt, nullptr));
+                throw;
+            }
+            if (t_adopt)
+                PQfinish(std::exchange(t_adopt, nullptr));
         } catch (const std::bad_alloc&) {
             throw;
         } catch (const std::exception& e) {
@@ -295,22 +404,20 @@ public:
             // "Connection refused", "timeout expired") but not where: add the redacted URL.
             // A server without a free slot is told apart (SQLSTATE 53300, see is_server_full):
             // waiting for a lock outlasts it.
-            const std::string why = clean_message(e.what());
+            // Only the driver's text is scrubbed: m_url is redacted already.
+            const std::string why = scrub(clean_message(e.what()));
             if (only_standbys_answered(why))
                 throw error(errc::topology,
-                            scrub("postgresql: " + m_url + " reached only a read-only standby (" +
-                                      why +
-                                      "); locks need the primary (the server that accepts "
-                                      "writes). Put the primary in the URL, or list every node "
-                                      "(postgresql://user:pw@host1:port,host2:port/db) to "
-                                      "connect to whichever accepts writes",
-                                  config.password),
+                            "postgresql: " + m_url + " reached only a read-only standby (" + why +
+                                "); locks need the primary (the server that accepts "
+                                "writes). Put the primary in the URL, or list every node "
+                                "(postgresql://user:pw@host1:port,host2:port/db) to "
+                                "connect to whichever accepts writes",
                             backend_name, 0, "25006");
             const bool full = postgres_refused_for_capacity(why);
             throw error(errc::connection,
-                        scrub("postgresql: cannot connect to " + m_url + ": " + why +
-                                  (full ? std::string(postgres_full_hint) : std::string()),
-                              config.password),
+                        "postgresql: cannot connect to " + m_url + ": " + why +
+                            (full ? std::string(postgres_full_hint) : std::string()),
                         backend_name, 0, full ? "53300" : "");
         }
 #pragma GCC diagnostic push

@@ -71,10 +71,19 @@ public:
             std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ec);
         }
         sqlite3* raw = nullptr;
-        const int rc = sqlite3_open_v2(
-            file.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-            nullptr);
+        // A reader's tool (config.create_file false) must not leave a new, empty database (and
+        // its -wal/-shm) behind a mistyped path. Lock files are always created.
+        const bool create = lock_holder || config.create_file;
+        const int rc = sqlite3_open_v2(file.c_str(), &raw,
+                                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+                                           (create ? SQLITE_OPEN_CREATE : 0),
+                                       nullptr);
         m_db.reset(raw);
+        if (rc != SQLITE_OK && !create && !std::filesystem::exists(file))
+            throw error(errc::connection,
+                        "sqlite: no database at " + config.redacted_url + ": there is no file \"" +
+                            file + "\" (check the path; sqlock migrate creates the database)",
+                        "sqlite", rc);
         if (rc != SQLITE_OK) {
             const std::string why = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
             throw error(errc::connection,
@@ -213,6 +222,27 @@ public:
             sqlite3_exec(m_db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
     }
     bool usable() const noexcept override { return m_usable; }
+
+    /// A select_for_update hold is a BEGIN IMMEDIATE on the lock file: SQLite's RESERVED lock,
+    /// which its VFS checks without taking any lock (a POSIX F_GETLK on the reserved byte, and
+    /// this process's own connections through SQLite's shared inode records, so that closing
+    /// this handle never drops a lock this process holds). Opened read-only: a missing file
+    /// is not created (nobody ever locked that name).
+    std::optional<bool> lock_file_held(const std::string& file) override {
+        sqlite3* raw = nullptr;
+        const int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+        const std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(raw, &sqlite3_close);
+        if (rc != SQLITE_OK)
+            return std::filesystem::exists(file) ? std::nullopt : std::optional<bool>(false);
+        sqlite3_file* f = nullptr;
+        if (sqlite3_file_control(raw, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK ||
+            f == nullptr || f->pMethods == nullptr)
+            return std::nullopt;
+        int reserved = 0;
+        if (f->pMethods->xCheckReservedLock(f, &reserved) != SQLITE_OK)
+            return std::nullopt;
+        return reserved != 0;
+    }
 
 private:
     /// Steps `stmt` to the end, collecting rows, then resets it (ending its implicit
