@@ -470,8 +470,8 @@ sqlock::database open_waiting(const options& o, steady::time_point deadline,
                 };
                 throw not_granted_in_time(
                     sqlock::errc::timeout,
-                    "lock \"" + lock_name + "\" not granted within --wait (" + ms(now - started) +
-                        "): " +
+                    "lock \"" + lock_name + "\" not granted within --wait (waited " +
+                        ms(now - started) + "): " +
                         (full ? "the database server refused new connections for " +
                                     ms(now - *refused_since) + " until the deadline"
                          : failing_over
