@@ -7,6 +7,7 @@
 #include <atomic>
 #include <csignal>
 #include <doctest/doctest.h>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -40,13 +41,21 @@ std::pair<int, std::string> cli(const std::vector<std::string>& args) {
     return {status, test::read_file(out)};
 }
 
-/// A `sqlock run NAME ... -- sleep 60` holding the lock until stopped.
-pid_t spawn_holder(const std::string& name, std::vector<std::string> extra = {}) {
+/// A `sqlock run NAME ... -- sleep 60` holding the lock until stopped; with `marker`, the job
+/// creates that file first (it runs only once the lock is held).
+pid_t spawn_holder(const std::string& name, std::vector<std::string> extra = {},
+                   const std::string& marker = {}) {
     std::vector<std::string> argv{test::cli_path(), "run",   name, "--strategy",
                                   strategy_name(),  "--ttl", "30s"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    for (const char* a : {"--", "sleep", "60"})
-        argv.emplace_back(a);
+    if (marker.empty()) {
+        for (const char* a : {"--", "sleep", "60"})
+            argv.emplace_back(a);
+    } else {
+        for (const char* a : {"--", "/bin/sh", "-c"})
+            argv.emplace_back(a);
+        argv.push_back("touch '" + marker + "'; exec sleep 60");
+    }
     return test::spawn(argv, {"SQLOCK_URL=" + test::backend().url});
 }
 
@@ -83,14 +92,12 @@ TEST_SUITE("status_truth") {
     TEST_CASE("status truth: held, then free, in text, JSON and Prometheus") {
         show_row_lock_holders();
         const auto name = unique_name("truth-held");
-        const pid_t holder = spawn_holder(name);
-        REQUIRE(test::eventually(
-            [&] {
-                return cli({"run", name, "--strategy", strategy_name(), "--wait", "0", "--",
-                            "true"})
-                           .first == 75;
-            },
-            20s));
+        const auto holding = test::backend().scratch_dir + "/" + name + ".holding";
+        const pid_t holder = spawn_holder(name, {}, holding);
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(holding); }, 30s));
+        CHECK(
+            cli({"run", name, "--strategy", strategy_name(), "--wait", "0", "--", "true"}).first ==
+            75);
         const auto row = status_row(name);
         CHECK(row.at("held") == true);
         CHECK(!row.at("owner").is_null());
@@ -143,14 +150,12 @@ TEST_SUITE("common") {
     TEST_CASE("a status loop beside 4 run --wait 0 changes none of their outcomes") {
         show_row_lock_holders();
         const auto name = unique_name("truth-loop");
-        const pid_t holder = spawn_holder(name);
-        REQUIRE(test::eventually(
-            [&] {
-                return cli({"run", name, "--strategy", strategy_name(), "--wait", "0", "--",
-                            "true"})
-                           .first == 75;
-            },
-            20s));
+        const auto holding = test::backend().scratch_dir + "/" + name + ".holding";
+        const pid_t holder = spawn_holder(name, {}, holding);
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(holding); }, 30s));
+        CHECK(
+            cli({"run", name, "--strategy", strategy_name(), "--wait", "0", "--", "true"}).first ==
+            75);
         std::atomic<bool> done{false};
         std::thread scraper([&] {
             while (!done) {
