@@ -68,8 +68,9 @@ using semaphore_options = mutex_options;
 class semaphore {
 public:
     /// Validates name (errc::invalid_argument: empty, longer than max_semaphore_name_length,
-    /// not UTF-8, NUL or the unit separator 0x1f), permits (1 to max_permits) and options as a mutex does,
-    /// and the strategy against the backend (errc::unsupported). Does not contact the database.
+    /// not UTF-8, NUL or the unit separator 0x1f), permits (1 to max_permits) and options as a
+    /// mutex does, and the strategy against the backend (errc::unsupported). Does not contact the
+    /// database.
     semaphore(database db, std::string name, std::int64_t permits, semaphore_options options = {});
     ~semaphore();
     semaphore(const semaphore&) = delete;

@@ -158,9 +158,6 @@ int server_port() {
     return std::stoi(url.substr(colon + 1, slash - colon - 1));
 }
 
-namespace {
-
-/// Socket inodes of `pid`'s open file descriptors.
 std::set<std::string> socket_inodes(pid_t pid) {
     std::set<std::string> out;
     std::error_code ec;
@@ -172,8 +169,6 @@ std::set<std::string> socket_inodes(pid_t pid) {
     }
     return out;
 }
-
-} // namespace
 
 std::vector<int> server_client_ports(pid_t pid) {
     const auto inodes = socket_inodes(pid);

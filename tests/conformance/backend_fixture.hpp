@@ -9,6 +9,7 @@
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <set>
 #include <sqlock/sqlock.hpp>
 #include <string>
 #include <sys/types.h>
@@ -70,6 +71,9 @@ void kill_session(sqlock::database& database, std::int64_t session_id);
 
 /// The server's TCP port, from the backend URL (scheme://user:password@host:port/db).
 int server_port();
+
+/// The inodes of the sockets among process `pid`'s open file descriptors.
+std::set<std::string> socket_inodes(pid_t pid);
 
 /// The local ports of the TCP connections process `pid` has open (established) to the server
 /// under test.

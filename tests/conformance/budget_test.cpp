@@ -22,42 +22,9 @@ using test::unique_name;
 
 namespace {
 
-/// Socket inodes of `pid`'s open file descriptors.
-std::set<std::string> socket_inodes(pid_t pid) {
-    std::set<std::string> out;
-    std::error_code ec;
-    const auto dir = "/proc/" + std::to_string(pid) + "/fd";
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-        const auto target = std::filesystem::read_symlink(entry.path(), ec).string();
-        if (!ec && target.starts_with("socket:[")) // socket:[INODE]
-            out.insert(target.substr(8, target.size() - 9));
-    }
-    return out;
-}
-
 /// How many TCP connections `pid` has open to the server under test.
 int server_connections(pid_t pid) {
-    const auto inodes = socket_inodes(pid);
-    char port_hex[8];
-    std::snprintf(port_hex, sizeof port_hex, "%04X", test::server_port());
-    int count = 0;
-    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-        std::ifstream in(table);
-        std::string line;
-        std::getline(in, line); // header
-        while (std::getline(in, line)) {
-            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-            std::istringstream fields(line);
-            std::string sl, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
-            fields >> sl >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
-                timeout >> inode;
-            const bool to_server =
-                remote.size() > 5 && remote.ends_with(std::string(":") + port_hex);
-            if (to_server && state == "01" && inodes.contains(inode)) // 01: ESTABLISHED
-                ++count;
-        }
-    }
-    return count;
+    return static_cast<int>(test::server_client_ports(pid).size());
 }
 
 /// The most connections `pid` had at any of the samples taken over `span` (every 20 ms).
@@ -112,7 +79,7 @@ TEST_SUITE("connection_budget") {
         // The command run under the lock inherits none of them (a job that outlived sqlock
         // would otherwise keep its connection, and a select_for_update lock, open).
         const pid_t job = std::stoi(test::read_file(dir + "/got"));
-        CHECK(socket_inodes(job).empty());
+        CHECK(test::socket_inodes(job).empty());
         std::ofstream(dir + "/waiter-done").put('\n');
         CHECK(test::wait_exit(waiter) == 0);
     }
