@@ -279,8 +279,10 @@ EOF
     --log-error="$DIR/mariadb.log" --skip-name-resolve --max-connections="$my_max"
     --innodb-flush-log-at-trx-commit=1 --character-set-server=utf8mb4
     --collation-server=utf8mb4_general_ci
-    # sqlock status names select_for_update holders through the InnoDB lock monitor
-    --innodb-status-output-locks=ON)
+    # sqlock status names select_for_update holders through the InnoDB lock monitor, and the
+    # waiters in unique_key/optimistic_version queues through performance_schema
+    --innodb-status-output-locks=ON --performance-schema=ON
+    --performance-schema-instrument='wait/lock/metadata/sql/mdl=ON')
   # Kept for "restart" (same arguments after a crash), one per line.
   printf '%s\n' "${myargs[@]}" >"$DIR/mariadb.args"
   launch_mariadbd "${myargs[@]}"

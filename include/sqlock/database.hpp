@@ -112,8 +112,10 @@ struct topology_info {
 
 /// A session waiting for a lock (lock_info::waiters).
 struct lock_waiter {
-    std::string who;                         ///< the waiting session, as the server names it
-    std::chrono::milliseconds waited_for{0}; ///< how long it has waited so far
+    std::string who; ///< the waiting session, as the server names it
+    /// How long it has waited so far; nullopt where the backend cannot tell (SQLite's queue
+    /// files record the order of the line, not when each joined).
+    std::optional<std::chrono::milliseconds> waited_for;
     /// Its place in the line (1: next), where the server grants in order; nullopt otherwise.
     std::optional<std::int64_t> position;
 };
@@ -142,9 +144,15 @@ struct lock_info {
     /// its InnoDB lock monitor, which needs innodb_status_output_locks = ON and the PROCESS
     /// privilege): whether it is held is unknown, and held() is false. Never set elsewhere.
     bool holder_hidden = false;
-    /// Sessions waiting for this lock, where the server shows them (select_for_update on
-    /// MariaDB with the lock monitor on), longest waiting first.
+    /// Callers waiting for this lock, where the database shows them, first in line first:
+    /// SQLite (every strategy: the tickets of its queue file); PostgreSQL (every strategy:
+    /// the sessions in the name's queue, or in line for a select_for_update row); MariaDB
+    /// (select_for_update with the InnoDB lock monitor on; the other strategies with
+    /// performance_schema's metadata-lock instrument on).
     std::vector<lock_waiter> waiters;
+    /// The server does not show who waits for this lock (MariaDB without the monitor or
+    /// instrument above): `waiters` is empty whether or not someone waits.
+    bool waiters_hidden = false;
     /// True when expires_at has passed by the database clock (expires_in <= 0). select_for_update
     /// rows never expire; held() says whether the lock is held.
     bool expired() const noexcept { return expires_in.count() <= 0; }

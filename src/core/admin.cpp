@@ -1,10 +1,13 @@
 // Operations on the lock table: list, find, reap, force release, recorded clock steps, and
 // the fencing condition for a caller's own SQL.
 #include "core/database_impl.hpp"
+#include "core/fair_queue.hpp"
+#include "core/owner.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <map>
 #include <tuple>
 
 namespace sqlock {
@@ -42,6 +45,82 @@ lock_info lock_info_of(const detail::row& r) {
     return info;
 }
 
+/// SQLite: the callers waiting in each lock's queue file (fair_queue.hpp), first in line
+/// first. The file tells their order, not who they are or since when.
+void add_queued_tickets(detail::database_impl& db, std::vector<lock_info>& locks) {
+    for (auto& l : locks) {
+        const auto tickets =
+            detail::tickets_in_line(detail::queue_file_for(db.lock_file_for(l.name)));
+        std::int64_t position = 0;
+        for (const auto t : tickets)
+            l.waiters.push_back({"ticket " + std::to_string(t), std::nullopt, ++position});
+    }
+}
+
+/// "host:pid" of an owner id ("host:pid:nonce/handle.thread") or of PostgreSQL's
+/// application_name ("sqlock host:pid", or an owner id while a lock session locks).
+std::string_view host_and_pid(std::string_view id) {
+    if (id.starts_with("sqlock "))
+        id.remove_prefix(7);
+    const auto colon = id.find(':');
+    const auto end = colon == std::string_view::npos ? colon : id.find(':', colon + 1);
+    return id.substr(0, std::min(end, id.find('/')));
+}
+
+/// Whether a session that list_waiters reports as `who` belongs to the process that holds
+/// lease `l`: PostgreSQL names sessions "sqlock host:pid", MariaDB's connector "pid N".
+bool holders_session(backend_kind kind, std::string_view who, const lock_info& l) {
+    if (l.owner.empty())
+        return false;
+    if (kind == backend_kind::postgresql)
+        return host_and_pid(who) == host_and_pid(l.owner);
+    return who == "pid " + std::to_string(l.pid);
+}
+
+/// PostgreSQL and MariaDB: the waiters list_waiters finds, per name, first in line first. A
+/// session that has a name's queue (granted) is the lease's holder or the next in line: a
+/// waiter unless it is the holder's process. Waiters the server hides mark the rows instead.
+void add_server_waiters(detail::database_impl& db, backend_kind kind,
+                        std::vector<lock_info>& locks) {
+    detail::result res;
+    try {
+        res = db.run(detail::statement::list_waiters, {});
+    } catch (const error&) {
+        // No right to read the server's lock views: say so rather than fail the listing.
+        for (auto& l : locks)
+            l.waiters_hidden = l.waiters.empty() && l.strategy != "select_for_update";
+        return;
+    }
+    std::map<std::string, std::vector<const detail::row*>, std::less<>> by_name;
+    bool hidden = false;
+    for (const auto& r : res.rows) {
+        if (r.at(0))
+            by_name[*r.at(0)].push_back(&r);
+        else
+            hidden = true;
+    }
+    for (auto& l : locks) {
+        if (hidden && l.strategy != "select_for_update")
+            l.waiters_hidden = true;
+        const auto found = by_name.find(l.name);
+        if (found == by_name.end())
+            continue;
+        for (const auto* r : found->second) {
+            const std::string app = r->at(2).value_or("");
+            if (detail::column_int(r->at(4)) == 1 && holders_session(kind, app, l))
+                continue;
+            const std::string session = std::to_string(detail::column_int(r->at(1)));
+            std::string who =
+                kind == backend_kind::postgresql ? "session " + session : "connection " + session;
+            if (!app.empty())
+                who += " (" + app + ")";
+            l.waiters.push_back({std::move(who),
+                                 std::chrono::milliseconds(detail::column_int(r->at(3))),
+                                 static_cast<std::int64_t>(l.waiters.size() + 1)});
+        }
+    }
+}
+
 /// select_for_update rows whose holder list_locks cannot see (MariaDB, SQLite): asks the
 /// server's lock monitor (MariaDB) or the lock files (SQLite), taking no lock; rows it cannot
 /// tell about are marked holder_hidden. PostgreSQL's list_locks finds the holder itself.
@@ -62,11 +141,17 @@ void reveal_row_lock_holders(detail::database_impl& db, backend_kind kind,
         for (auto& l : locks) {
             if (!transactional(l))
                 continue;
-            const auto held = s->lock_file_held(db.lock_file_for(l.name));
-            if (!held)
+            const auto holder = s->lock_file_holder(db.lock_file_for(l.name));
+            if (!holder) {
                 l.holder_hidden = true;
-            else if (*held)
+            } else if (*holder > 0) {
+                // A lock file is local to its host: the holder is a process of this one.
+                found_held(l, detail::this_process().host + ":" + std::to_string(*holder));
+                l.host = detail::this_process().host;
+                l.pid = *holder;
+            } else if (*holder < 0) {
                 found_held(l, "a process holding its lock file");
+            }
         }
         return;
     }
@@ -83,14 +168,22 @@ void reveal_row_lock_holders(detail::database_impl& db, backend_kind kind,
         for (const auto& r : *reports) {
             if (r.key_length != l.name.size() || !std::string_view(l.name).starts_with(r.key))
                 continue;
-            const std::string who = "connection " + std::to_string(r.session_id);
-            if (r.waiting)
+            std::string who = "connection " + std::to_string(r.session_id);
+            if (r.client_pid > 0)
+                who += " (pid " + std::to_string(r.client_pid) + ")";
+            if (r.waiting) {
                 l.waiters.push_back({who, std::chrono::milliseconds(r.waited_ms), std::nullopt});
-            else
+            } else {
                 found_held(l, who);
+                l.pid = r.client_pid;
+            }
         }
+        // InnoDB grants a row's lock requests in the order they came: longest waiting first.
         std::stable_sort(l.waiters.begin(), l.waiters.end(),
                          [](const auto& a, const auto& b) { return a.waited_for > b.waited_for; });
+        std::int64_t position = 0;
+        for (auto& w : l.waiters)
+            w.position = ++position;
     }
 }
 
@@ -103,6 +196,10 @@ std::vector<lock_info> database::list() {
     for (const auto& r : res.rows)
         out.push_back(lock_info_of(r));
     reveal_row_lock_holders(*m_impl, backend(), out);
+    if (backend() == backend_kind::sqlite)
+        add_queued_tickets(*m_impl, out);
+    else if (!out.empty())
+        add_server_waiters(*m_impl, backend(), out);
     // A semaphore's or shared_mutex's locks together, in a reader's order: its writer gate,
     // then its permits by number ("permit 2" before "permit 10"), then its queue. Names compare
     // as bytes, the same on every backend (an ORDER BY follows the database's collation).

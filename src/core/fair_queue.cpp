@@ -1,6 +1,7 @@
 // The waiter queue of one lock name on SQLite, ended by the kernel: see fair_queue.hpp.
 #include "core/fair_queue.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
@@ -320,6 +321,40 @@ std::unique_ptr<fair_turn> fair_turn::open(const std::string& file) noexcept {
         return nullptr;
     }
 #endif
+}
+
+std::vector<std::int64_t> tickets_in_line(const std::string& file) noexcept {
+    std::vector<std::int64_t> tickets;
+#ifndef SQLOCK_NO_OFD_LOCKS
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd == -1)
+        return tickets;
+    // F_OFD_GETLK reports the first conflicting lock of a range: step past each one found.
+    // Asked as a read lock, it sees write locks only (the tickets' bytes, not helpers' waits).
+    off_t from = slot_base + 1;
+    for (int guard = 0; guard < 100000; ++guard) {
+        struct flock fl {};
+        fl.l_type = F_RDLCK;
+        fl.l_whence = SEEK_SET;
+        fl.l_start = from;
+        fl.l_len = 0; // to the end of the file and beyond
+        if (::fcntl(fd, F_OFD_GETLK, &fl) == -1 || fl.l_type == F_UNLCK)
+            break;
+        const off_t start = std::max(fl.l_start, from);
+        const off_t end = fl.l_len == 0 ? start + 1 : fl.l_start + fl.l_len;
+        try {
+            for (off_t b = start; b < end; ++b)
+                tickets.push_back(static_cast<std::int64_t>(b - slot_base));
+        } catch (...) {
+            break;
+        }
+        from = end;
+    }
+    ::close(fd);
+#else
+    (void)file;
+#endif
+    return tickets;
 }
 
 bool someone_in_line(const std::string& file) noexcept {

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace sqlock::detail {
 
@@ -47,6 +48,12 @@ inline std::string queue_file_for(const std::string& lock_file) {
 }
 
 class fair_turn;
+
+/// The tickets waiting in the queue file `file`, first in line first: each ticket whose byte
+/// is write-locked (joined and not yet granted, given up or dead). Opened read-only and never
+/// created, taking no lock: a reader's tool (`sqlock status`) sees the line without joining
+/// it. Empty when the file is missing or cannot be read. Never throws.
+std::vector<std::int64_t> tickets_in_line(const std::string& file) noexcept;
 
 /// True when someone is in the line of the queue file `file`: holding a ticket, taking one, or
 /// holding the lock through the queue (fair_turn::idle() is false). False when nobody is and

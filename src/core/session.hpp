@@ -43,6 +43,7 @@ struct row_lock_report {
     bool waiting = false;        ///< a request not granted yet (else held)
     std::int64_t session_id = 0; ///< the server's id of the session (MariaDB thread id)
     std::int64_t waited_ms = 0;  ///< waiting: for how long so far
+    std::int64_t client_pid = 0; ///< the client's process id where the server knows it, else 0
 };
 
 struct batch_item {
@@ -187,10 +188,11 @@ public:
         (void)table;
         return std::nullopt;
     }
-    /// SQLite: whether another connection holds the write lock of lock file `file` (a
-    /// select_for_update hold), asked without taking any lock; false when there is no such
-    /// file. nullopt elsewhere and when it cannot be told.
-    virtual std::optional<bool> lock_file_held(const std::string& file) {
+    /// SQLite: who holds the write lock of lock file `file` (a select_for_update hold), asked
+    /// without taking any lock: 0 when nobody does or there is no such file, the holder's
+    /// process id, or -1 when held by a process that cannot be named (this one). nullopt
+    /// elsewhere and when it cannot be told.
+    virtual std::optional<std::int64_t> lock_file_holder(const std::string& file) {
         (void)file;
         return std::nullopt;
     }

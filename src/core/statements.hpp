@@ -44,6 +44,8 @@ enum class statement : std::size_t {
     list_locks,         ///< -> rows (name owner host pid strategy token hold_count
                         ///<          acquired_at expires_at expires_in_ms held_for_ms)
     find_lock,          ///< $1 name -> 0..1 row, the columns of list_locks
+    list_waiters,       ///< -> rows (name, session, who, waited_ms, granted), queue and row-lock
+                        ///<   waiters the server shows, per name in the order they came
     reap_expired,       ///< $1 batch $2 grace_ms -> affected rows (free rows only)
     reap_candidates,    ///< $1 limit $2 grace_ms -> rows (name, token, lease_seq, ttl_ms) of held
                         ///<   leases that look expired
@@ -138,6 +140,7 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "inspect_lock",
     "list_locks",
     "find_lock",
+    "list_waiters",
     "reap_expired",
     "reap_candidates",
     "drop_stale_lease",

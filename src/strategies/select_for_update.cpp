@@ -5,7 +5,8 @@
 //   acquire: fu_wait, fu_begin, fu_session, fu_lock[_nowait] as one batch. PostgreSQL
 //            pipelines it: one round trip. MariaDB skips the settings while unchanged and
 //            needs no BEGIN (autocommit is off on lock sessions): one round trip. SQLite runs
-//            BEGIN IMMEDIATE on the name's own lock file, then fu_next_token on the pool.
+//            BEGIN IMMEDIATE on the name's own lock file, then fu_create_row (the row status
+//            lists; nothing is written once it exists) and fu_next_token on the pool.
 //   first use of a name: + ROLLBACK, fu_create_row (same session), and the batch again.
 //   re-entry: fu_check (one round trip; proves the session, and so the lock, is alive).
 //   release:  COMMIT (one round trip); a re-entrant hold is counted locally.
@@ -134,8 +135,10 @@ public:
                         continue;
                     }
                 } else {
-                    // The lock itself carries no token (SQLite lock files): draw one,
-                    // committed on its own so no later grant can ever get a smaller one.
+                    // The lock itself carries no token (SQLite lock files): the name's row
+                    // first (status lists the lock by it; a no-op once it exists), then a
+                    // token, committed on its own so no later grant can ever get a smaller one.
+                    db.run(statement::fu_create_row, {req.name});
                     token = column_int(db.run(statement::fu_next_token, {}).rows.at(0).at(0));
                 }
                 db.cover_token_durably(token);

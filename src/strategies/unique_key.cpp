@@ -40,6 +40,7 @@ struct lock_row {
     std::int64_t expires_in_ms = 0;
     std::int64_t lease_seq = 0;
     std::int64_t ttl_ms = 0;
+    std::string strategy;
 };
 
 std::optional<lock_row> inspect(database_impl& db, std::string_view name) {
@@ -48,7 +49,8 @@ std::optional<lock_row> inspect(database_impl& db, std::string_view name) {
         return std::nullopt;
     const auto& r = res.rows.front();
     return lock_row{r.at(0).value_or(""), column_int(r.at(1)), column_int(r.at(2)),
-                    column_int(r.at(3)),  column_int(r.at(5)), column_int(r.at(6))};
+                    column_int(r.at(3)),  column_int(r.at(5)), column_int(r.at(6)),
+                    r.at(4).value_or("")};
 }
 
 /// After acquire_unique_key did not grant (a new grant, not a re-entry): when the row is ours
@@ -71,7 +73,16 @@ std::optional<grant> adopt_or_note(database_impl& db, const lock_request& req, c
         lease_seq = column_int(r.at(4));
         ttl_ms = column_int(r.at(5));
         mine = column_int(r.at(6)) == 1;
-    } else if (const auto row = inspect(db, req.name); row && !row->owner.empty()) {
+    } else if (const auto row = inspect(db, req.name);
+               row && row->strategy == "select_for_update") {
+        // A lease never takes a select_for_update row (its holder is whoever has it locked,
+        // not its owner column): waiting would never end.
+        throw error(errc::invalid_argument,
+                    "lock \"" + std::string(req.name) + "\" in " + db.config().redacted_url +
+                        " is a select_for_update lock: a name keeps the strategy it was first "
+                        "locked with (lock it with select_for_update, or use another name)",
+                    std::string(to_string(db.kind())));
+    } else if (row && !row->owner.empty()) {
         token = row->token;
         hold_count = row->hold_count;
         lease_seq = row->lease_seq;

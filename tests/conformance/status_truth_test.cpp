@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 using namespace std::chrono_literals;
 using test::db;
@@ -86,8 +88,16 @@ nlohmann::ordered_json status_row(const std::string& name) {
 
 } // namespace
 
-// Every backend x strategy but SQLite's select_for_update, whose lock lives in a lock file
-// and keeps no row that status could read (tests/CMakeLists.txt; issue 31, open).
+/// The holder's and waiters' `sqlock run` processes, stopped in reverse order.
+struct line_of_runs {
+    std::vector<pid_t> pids;
+    ~line_of_runs() {
+        for (auto p = pids.rbegin(); p != pids.rend(); ++p)
+            stop(*p);
+    }
+};
+
+// Every backend x strategy (SQLite's select_for_update: the name's row, and its lock file).
 TEST_SUITE("status_truth") {
     TEST_CASE("status truth: held, then free, in text, JSON and Prometheus") {
         show_row_lock_holders();
@@ -125,6 +135,68 @@ TEST_SUITE("status_truth") {
         CHECK(text2.starts_with("0 held, 0 waiting, "));
     }
 
+    TEST_CASE("status truth: three runs queued behind a holder are three waiters, in line") {
+        show_row_lock_holders();
+        const auto name = unique_name("truth-line");
+        const auto holding = test::backend().scratch_dir + "/" + name + ".holding";
+        line_of_runs runs;
+        runs.pids.push_back(spawn_holder(name, {}, holding));
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(holding); }, 30s));
+        for (int i = 0; i < 3; ++i)
+            runs.pids.push_back(spawn_holder(name));
+        // Each waiter shows once it has reached the server's (or the queue file's) line.
+        REQUIRE(test::eventually(
+            [&] {
+                const auto row = status_row(name);
+                return !row.is_null() && row.at("waiters").is_array() &&
+                       row.at("waiters").size() == 3;
+            },
+            30s));
+        const auto row = status_row(name);
+        CHECK(row.at("held") == true);
+        CHECK(row.at("waiting") == false);
+        for (std::size_t i = 0; i < 3; ++i) {
+            const auto& w = row.at("waiters").at(i);
+            CHECK(w.at("position") == static_cast<int>(i + 1));
+            CHECK(!w.at("who").get<std::string>().empty());
+        }
+        const auto [s1, text] = cli({"status", "--name", name});
+        CHECK(s1 == 0);
+        CHECK_MESSAGE(text.starts_with("1 held, 3 waiting, 0 free or expired"), text);
+        CHECK_MESSAGE(text.find("; 3 waiting: ") != std::string::npos, text);
+        const auto [s2, prom] = cli({"status", "--prometheus"});
+        CHECK(s2 == 0);
+        // The whole database's count: at least these three (other tests share the server).
+        const auto at = prom.find("\nsqlock_locks_waiting ");
+        REQUIRE(at != std::string::npos);
+        CHECK_MESSAGE(std::stoi(prom.substr(at + 22)) >= 3, prom);
+    }
+
+    TEST_CASE("status truth: a writer collecting reader slots waits; it holds once it has them") {
+        show_row_lock_holders();
+        const auto name = unique_name("truth-rw");
+        const auto reading = test::backend().scratch_dir + "/" + name + ".reading";
+        const auto writing = test::backend().scratch_dir + "/" + name + ".writing";
+        const pid_t reader = spawn_holder(name, {"--shared"}, reading);
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(reading); }, 30s));
+        const pid_t writer = spawn_holder(name, {"--exclusive"}, writing);
+        // The writer holds its gate and takes the free slots, then waits for the reader's.
+        REQUIRE(test::eventually(
+            [&] {
+                return cli({"status", "--name", name})
+                           .second.find("the writer waits for readers") != std::string::npos;
+            },
+            30s));
+        auto [s1, text] = cli({"status", "--name", name});
+        CHECK_MESSAGE(text.starts_with("1 held, "), text); // the reader, not the slots
+        CHECK_MESSAGE(text.find("collected by the writer") != std::string::npos, text);
+        stop(reader);
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(writing); }, 30s));
+        std::tie(s1, text) = cli({"status", "--name", name});
+        CHECK_MESSAGE(text.starts_with("1 held, 0 waiting"), text); // the writer alone
+        stop(writer);
+    }
+
     TEST_CASE("status truth: a semaphore's queue row is a waiter, not a holder") {
         show_row_lock_holders();
         const auto name = unique_name("truth-sem");
@@ -143,6 +215,41 @@ TEST_SUITE("status_truth") {
             20s));
         stop(b);
         stop(a);
+    }
+}
+
+// Leases only: a select_for_update lock ends with its session and never expires.
+TEST_SUITE("status_truth_lease") {
+    TEST_CASE("status truth: --expired lists a lease whose holder died, not a free row") {
+        const auto dead = unique_name("truth-dead");
+        const auto holding = test::backend().scratch_dir + "/" + dead + ".holding";
+        const pid_t holder = spawn_holder(dead, {"--ttl", "1s"}, holding);
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(holding); }, 30s));
+        // The OOM killer's way: the whole job at once, nothing released.
+        ::kill(-holder, SIGKILL);
+        test::wait_exit(holder);
+        // A free row beside it (optimistic_version keeps its row after a release).
+        const auto released = unique_name("truth-free");
+        REQUIRE(cli({"run", released, "--strategy", strategy_name(), "--", "true"}).first == 0);
+        REQUIRE(test::eventually(
+            [&] {
+                const auto [s, out] = cli({"status", "--expired", "--json", "--name", dead});
+                return test::parse_json(out).size() == 1;
+            },
+            20s));
+        const auto [s1, out] = cli({"status", "--expired", "--json", "--name", "truth-*"});
+        CHECK(s1 == 0);
+        const auto rows = test::parse_json(out);
+        bool saw_dead = false;
+        for (const auto& r : rows) {
+            CHECK(r.at("name") != released);
+            CHECK(r.at("expired") == true);
+            CHECK(!r.at("owner").is_null());
+            saw_dead = saw_dead || r.at("name") == dead;
+        }
+        CHECK(saw_dead);
+        const auto [s2, prom] = cli({"status", "--prometheus"});
+        CHECK(prom.find("sqlock_locks_expired 0") == std::string::npos);
     }
 }
 

@@ -1,6 +1,7 @@
 // sqlock — command-line tool: migrate, run a command under a lock, list locks.
 #include "cli.hpp"
 #include "job_group.hpp"
+#include "lock_roles.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -179,7 +180,8 @@ waits for a permit; a shared mutex "NAME [reader K]" per reader and "NAME [write
 writer. The summary counts holders (mutexes, permits, readers, writers), waiting (held
 queues, waiters shown), free or expired rows, and unknown ones. Status takes no lock.
 Durations read "45.2s", "2m46s", "3h12m"; control characters in names print as \n, \x1f.
-  --expired     only leases that have expired (what `sqlock reap` would delete)
+  --expired     only leases that ran out without being released (a holder that died or
+                was cut off; `sqlock reap` deletes them, and free rows)
   --name GLOB   only names matching a shell pattern ("reports:*"; a semaphore's or shared
                 mutex's own name)
   --json        one JSON array; each object has exactly these fields:
@@ -187,8 +189,9 @@ Durations read "45.2s", "2m46s", "3h12m"; control characters in names print as \
                 mutex; "permit K" or "permit queue" for a semaphore; "reader K", "reader
                 queue" or "writer" for a shared mutex), owner, host, pid, strategy, token,
                 hold_count, held (bool; null: unknown), acquired_at, held_for_ms,
-                expires_at, expires_in_ms, expired (bool), waiting (bool: a held queue row),
-                waiters (array of {who, waited_for_ms, position}).
+                expires_at, expires_in_ms, expired (bool), waiting (bool: a held queue row,
+                or a writer gate whose writer waits for readers), waiters (array of {who,
+                waited_for_ms, position}, first in line first; null: hidden by the server).
                 Times are UTC "YYYY-MM-DD HH:MM:SS.ffffff"; *_ms are integers; null where a
                 value is unknown or does not apply (no holder, no lease, no token).
   --prometheus  the Prometheus text format, for node_exporter's textfile collector:
@@ -1036,16 +1039,6 @@ std::string display_name(const sqlock::lock_info& l) {
     return shown;
 }
 
-/// What a held row means: a semaphore's or shared mutex's queue row held means someone waits
-/// (not a holder); a shared mutex's writer gate held means a writer holds it or waits for its
-/// readers; a permit or a mutex held is a holder.
-bool is_queue_row(const sqlock::lock_info& l) {
-    return l.role().ends_with(" queue");
-}
-bool is_gate_row(const sqlock::lock_info& l) {
-    return l.role() == "writer";
-}
-
 /// Which primitive a lock belongs to, from its role: "mutex", "semaphore" or "shared_mutex".
 const char* primitive_of(const sqlock::lock_info& l) {
     const auto role = l.role();
@@ -1054,7 +1047,7 @@ const char* primitive_of(const sqlock::lock_info& l) {
     return role.starts_with("permit") ? "semaphore" : "shared_mutex";
 }
 
-ojson lock_json(const sqlock::lock_info& l) {
+ojson lock_json(const sqlock::lock_info& l, row_count counted) {
     // null where a value is unknown or does not apply (no sentinel values): select_for_update
     // rows have no lease and no token in the row; a free row has no holder.
     const bool transactional = l.strategy == "select_for_update";
@@ -1062,11 +1055,12 @@ ojson lock_json(const sqlock::lock_info& l) {
     const auto text_or_null = [](const std::string& v) {
         return v.empty() ? ojson(nullptr) : ojson(v);
     };
-    auto waiters = ojson::array();
+    auto waiters = l.waiters_hidden ? ojson(nullptr) : ojson::array();
     for (const auto& w : l.waiters)
-        waiters.push_back({{"who", w.who},
-                           {"waited_for_ms", w.waited_for.count()},
-                           {"position", optional_json(w.position)}});
+        waiters.push_back(
+            {{"who", w.who},
+             {"waited_for_ms", w.waited_for ? ojson(w.waited_for->count()) : ojson(nullptr)},
+             {"position", optional_json(w.position)}});
     return {{"name", std::string(l.primitive_name())},
             {"primitive", primitive_of(l)},
             {"role", std::string(l.role())},
@@ -1084,8 +1078,14 @@ ojson lock_json(const sqlock::lock_info& l) {
             {"expires_in_ms",
              transactional || l.owner.empty() ? ojson(nullptr) : ojson(l.expires_in.count())},
             {"expired", transactional ? ojson(false) : ojson(!l.owner.empty() && l.expired())},
-            {"waiting", is_queue_row(l) && l.held()},
+            {"waiting", counted == row_count::waiter},
             {"waiters", waiters}};
+}
+
+/// A lease whose holder never released it and whose time ran out (what `sqlock reap`
+/// deletes): a free row, a select_for_update row or a live lease is none.
+bool is_expired_lease(const sqlock::lock_info& l) {
+    return l.strategy != "select_for_update" && !l.owner.empty() && l.expired();
 }
 
 /// Steps of the database's clock recorded in the last 24 hours, newest first (none when the
@@ -1110,32 +1110,43 @@ void print_prometheus(const std::vector<sqlock::lock_info>& locks,
     int waiting = 0;
     int unknown = 0;
     double oldest = 0;
-    for (const auto& l : locks) {
-        waiting += static_cast<int>(l.waiters.size()) + (is_queue_row(l) && l.held() ? 1 : 0);
-        unknown += l.holder_hidden ? 1 : 0;
-        if (l.held() && (is_queue_row(l) || is_gate_row(l))) {
-            continue; // someone waits (a queue), or a writer's gate: not a holder of its own
-        } else if (l.held()) {
+    const auto counted = classify_rows(locks);
+    for (std::size_t i = 0; i < locks.size(); ++i) {
+        const auto& l = locks[i];
+        waiting += static_cast<int>(l.waiters.size());
+        switch (counted[i]) {
+        case row_count::holder:
             ++held[l.strategy];
             oldest = std::max(oldest, static_cast<double>(l.held_for.count()) / 1000.0);
-        } else if (l.strategy != "select_for_update" && l.expired()) {
-            ++expired;
+            break;
+        case row_count::waiter:
+            ++waiting;
+            break;
+        case row_count::unknown:
+            ++unknown;
+            break;
+        case row_count::free:
+            expired += is_expired_lease(l) ? 1 : 0;
+            break;
+        case row_count::writers_slot:
+            break;
         }
     }
     std::cout << "# HELP sqlock_locks_held Locks held right now, by strategy.\n"
               << "# TYPE sqlock_locks_held gauge\n";
     for (const auto& [strategy, n] : held)
         std::cout << "sqlock_locks_held{strategy=\"" << strategy << "\"} " << n << "\n";
-    std::cout << "# HELP sqlock_locks_waiting Waiters the server shows (select_for_update on "
-                 "MariaDB with its lock monitor), plus semaphores and shared mutexes whose queue "
-                 "is held (someone waits).\n"
+    std::cout << "# HELP sqlock_locks_waiting Callers waiting for a lock where the database "
+                 "shows them (see sqlock status --json, waiters), plus held queue rows of "
+                 "semaphores and shared mutexes and writers waiting for their readers.\n"
               << "# TYPE sqlock_locks_waiting gauge\n"
               << "sqlock_locks_waiting " << waiting << "\n"
               << "# HELP sqlock_locks_unknown select_for_update locks whose holder the server "
                  "hides (MariaDB: innodb_status_output_locks OFF or no PROCESS privilege).\n"
               << "# TYPE sqlock_locks_unknown gauge\n"
               << "sqlock_locks_unknown " << unknown << "\n";
-    std::cout << "# HELP sqlock_locks_expired Expired lock rows waiting for the reaper.\n"
+    std::cout << "# HELP sqlock_locks_expired Leases that ran out without being released, "
+                 "waiting for the reaper.\n"
               << "# TYPE sqlock_locks_expired gauge\n"
               << "sqlock_locks_expired " << expired << "\n"
               << "# HELP sqlock_oldest_lock_age_seconds How long the longest-held lock has been "
@@ -1293,6 +1304,23 @@ ojson job_json(const sqlock::job_info& j) {
             {"now_ms", j.now_ms}};
 }
 
+/// "; 2 waiting: connection 7 for 3.0s, connection 9 for 1.2s": the first few waiters of a
+/// lock, first in line first, for the status table.
+std::string waiters_text(const std::vector<sqlock::lock_waiter>& waiters) {
+    if (waiters.empty())
+        return {};
+    constexpr std::size_t shown = 3;
+    std::string text = "; " + std::to_string(waiters.size()) + " waiting: ";
+    for (std::size_t i = 0; i < waiters.size() && i < shown; ++i) {
+        text += (i ? ", " : "") + printable(waiters[i].who);
+        if (waiters[i].waited_for)
+            text += " for " + human_ms(waiters[i].waited_for->count());
+    }
+    if (waiters.size() > shown)
+        text += ", ...";
+    return text;
+}
+
 int cmd_status(const options& o) {
     bool json = false;
     bool prometheus = false;
@@ -1341,15 +1369,16 @@ int cmd_status(const options& o) {
         return exit_ok;
     }
     std::erase_if(locks, [&](const sqlock::lock_info& l) {
-        if (only_expired && (l.strategy == "select_for_update" || !l.expired()))
+        if (only_expired && !is_expired_lease(l))
             return true;
         return !glob.empty() &&
                fnmatch(glob.c_str(), std::string(l.primitive_name()).c_str(), 0) != 0;
     });
+    const auto counted = classify_rows(locks);
     if (json) {
         auto rows = ojson::array();
-        for (const auto& l : locks)
-            rows.push_back(lock_json(l));
+        for (std::size_t i = 0; i < locks.size(); ++i)
+            rows.push_back(lock_json(locks[i], counted[i]));
         std::cout << json_rows(rows);
         return exit_ok;
     }
@@ -1357,16 +1386,12 @@ int cmd_status(const options& o) {
         // Counted as what the rows are: a held queue row is someone waiting, a held writer
         // gate is a writer (its permits are its hold), a permit or mutex held is a holder.
         std::size_t held = 0, waiting = 0, unknown = 0, other = 0;
-        for (const auto& l : locks) {
-            waiting += l.waiters.size();
-            if (l.holder_hidden)
-                ++unknown;
-            else if (l.held() && is_queue_row(l))
-                ++waiting;
-            else if (l.held() && !is_gate_row(l))
-                ++held;
-            else if (!l.held())
-                ++other;
+        for (std::size_t i = 0; i < locks.size(); ++i) {
+            waiting += locks[i].waiters.size();
+            held += counted[i] == row_count::holder ? 1U : 0U;
+            waiting += counted[i] == row_count::waiter ? 1U : 0U;
+            unknown += counted[i] == row_count::unknown ? 1U : 0U;
+            other += counted[i] == row_count::free ? 1U : 0U;
         }
         std::cout << held << " held, " << waiting << " waiting, " << other << " free or expired";
         if (unknown > 0)
@@ -1376,6 +1401,12 @@ int cmd_status(const options& o) {
             std::cout << "unknown: select_for_update holders are hidden by this server; MariaDB "
                          "shows them with SET GLOBAL innodb_status_output_locks = ON and the "
                          "PROCESS privilege\n";
+        if (std::any_of(locks.begin(), locks.end(),
+                        [](const sqlock::lock_info& l) { return l.waiters_hidden; }))
+            std::cout << "waiters: hidden by this server for unique_key and optimistic_version "
+                         "locks; MariaDB shows them with performance_schema = ON and "
+                         "performance_schema_instrument = 'wait/lock/metadata/sql/mdl=ON' "
+                         "(server options) and SELECT on performance_schema\n";
         if (const auto steps = recent_clock_steps(db); !steps.empty()) {
             const auto& last = steps.front();
             std::printf("clock: the database's clock stepped %zu time%s in the last 24 h; latest "
@@ -1406,7 +1437,8 @@ int cmd_status(const options& o) {
     }
     std::printf("%-32s %10s %5s %-18s %-24s %-14s %s\n", "NAME", "TOKEN", "HOLDS", "STRATEGY",
                 "HOLDER", "HELD FOR", "EXPIRES");
-    for (const auto& l : locks) {
+    for (std::size_t i = 0; i < locks.size(); ++i) {
+        const auto& l = locks[i];
         const bool transactional = l.strategy == "select_for_update";
         std::string holder = "-";
         if (l.holder_hidden)
@@ -1430,10 +1462,11 @@ int cmd_status(const options& o) {
         } else {
             expires = "in " + human_ms(l.expires_in.count()) + " (" + l.expires_at + " UTC)";
         }
-        if (l.held() && is_queue_row(l))
-            expires += "; someone waits";
-        for (const auto& w : l.waiters)
-            expires += "; waiting: " + printable(w.who) + " for " + human_ms(w.waited_for.count());
+        if (counted[i] == row_count::waiter)
+            expires += is_gate_row(l) ? "; the writer waits for readers" : "; someone waits";
+        else if (counted[i] == row_count::writers_slot)
+            expires += "; collected by the writer";
+        expires += waiters_text(l.waiters);
         const std::string token = l.token > 0 ? std::to_string(l.token) : "-";
         std::printf("%-32s %10s %5lld %-18s %-24s %-14s %s\n", display_name(l).c_str(),
                     token.c_str(), static_cast<long long>(l.hold_count), l.strategy.c_str(),

@@ -388,7 +388,30 @@ public:
         } catch (const error&) {
             return std::nullopt; // no PROCESS privilege
         }
-        return parse_lock_monitor(text, table);
+        auto reports = parse_lock_monitor(text, table);
+        add_client_pids(reports);
+        return reports;
+    }
+
+    /// The client process of each session, from the connection attribute _pid that MariaDB's
+    /// connector sends (performance_schema, when it is on); left 0 where unknown.
+    void add_client_pids(std::vector<row_lock_report>& reports) {
+        if (reports.empty())
+            return;
+        std::map<std::int64_t, std::int64_t> pid_of;
+        try {
+            const auto attrs = query("SELECT PROCESSLIST_ID, ATTR_VALUE FROM "
+                                     "performance_schema.session_connect_attrs "
+                                     "WHERE ATTR_NAME = '_pid'");
+            for (const auto& r : attrs.rows)
+                pid_of[std::strtoll(r.at(0).value_or("0").c_str(), nullptr, 10)] =
+                    std::strtoll(r.at(1).value_or("0").c_str(), nullptr, 10);
+        } catch (const error&) {
+            return; // performance_schema off or not readable: the pids stay unknown
+        }
+        for (auto& r : reports)
+            if (const auto found = pid_of.find(r.session_id); found != pid_of.end())
+                r.client_pid = found->second;
     }
 
     /// The record locks on `table` in the InnoDB monitor's TRANSACTIONS section.

@@ -20,6 +20,7 @@
 //   - after the first failure the later items do not run.
 #include "backends/backend.hpp"
 #include "backends/module.hpp"
+#include "core/owner.hpp"
 #include "core/session.hpp"
 
 #include <algorithm>
@@ -99,7 +100,11 @@ std::string build_conninfo(const connection_config& config) {
     const auto timeout_ms = config.connect_timeout.count();
     const long long timeout_s = std::max<long long>(2, (timeout_ms + 999) / 1000);
     append_conninfo(info, "connect_timeout", std::to_string(timeout_s));
-    append_conninfo(info, "application_name", "sqlock");
+    // "sqlock host:pid" (at most 63 bytes, the server's limit): a DBA sees which process a
+    // session is, and sqlock status tells a lease's holder from the waiters in its queue.
+    const auto& me = this_process();
+    append_conninfo(info, "application_name",
+                    ("sqlock " + me.host + ":" + std::to_string(me.pid)).substr(0, 63));
     // Names and owners are UTF-8 text whatever the client's locale says.
     append_conninfo(info, "client_encoding", "UTF8");
     // Notice a dead peer within seconds, not the kernel's default two hours.

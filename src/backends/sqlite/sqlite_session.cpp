@@ -5,12 +5,14 @@
 
 #include <array>
 #include <cctype>
+#include <fcntl.h>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <sqlite3.h>
+#include <unistd.h>
 
 namespace sqlock::detail {
 
@@ -227,13 +229,14 @@ public:
     /// which its VFS checks without taking any lock (a POSIX F_GETLK on the reserved byte, and
     /// this process's own connections through SQLite's shared inode records, so that closing
     /// this handle never drops a lock this process holds). Opened read-only: a missing file
-    /// is not created (nobody ever locked that name).
-    std::optional<bool> lock_file_held(const std::string& file) override {
+    /// is not created (nobody ever locked that name). The holder's pid comes from the same
+    /// F_GETLK, asked directly (the VFS keeps it to itself).
+    std::optional<std::int64_t> lock_file_holder(const std::string& file) override {
         sqlite3* raw = nullptr;
         const int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
         const std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(raw, &sqlite3_close);
         if (rc != SQLITE_OK)
-            return std::filesystem::exists(file) ? std::nullopt : std::optional<bool>(false);
+            return std::filesystem::exists(file) ? std::nullopt : std::optional<std::int64_t>(0);
         sqlite3_file* f = nullptr;
         if (sqlite3_file_control(raw, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK ||
             f == nullptr || f->pMethods == nullptr)
@@ -241,10 +244,30 @@ public:
         int reserved = 0;
         if (f->pMethods->xCheckReservedLock(f, &reserved) != SQLITE_OK)
             return std::nullopt;
-        return reserved != 0;
+        if (reserved == 0)
+            return 0;
+        return reserved_lock_pid(file);
     }
 
 private:
+    /// The process holding SQLite's RESERVED byte of `file` (the unix VFS locks byte
+    /// 0x40000001, one past its PENDING byte, for a write transaction), or -1 when not known:
+    /// F_GETLK names no lock of the asking process, and the lock may be gone by now.
+    static std::int64_t reserved_lock_pid(const std::string& file) noexcept {
+        constexpr off_t reserved_byte = 0x40000001;
+        const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd == -1)
+            return -1;
+        struct flock fl {};
+        fl.l_type = F_WRLCK;
+        fl.l_whence = SEEK_SET;
+        fl.l_start = reserved_byte;
+        fl.l_len = 1;
+        const bool found = ::fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK && fl.l_pid > 0;
+        ::close(fd);
+        return found ? static_cast<std::int64_t>(fl.l_pid) : -1;
+    }
+
     /// Steps `stmt` to the end, collecting rows, then resets it (ending its implicit
     /// transaction and releasing its locks at once).
     result step_all(sqlite3_stmt* stmt, std::string_view what) {
