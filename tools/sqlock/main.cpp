@@ -125,8 +125,8 @@ $SQLOCK_NAME), releases the lock when CMD exits, and exits with CMD's status.
 
 SIGINT, SIGTERM and SIGHUP are passed on to CMD.
 
-Scheduled jobs (every host fires NAME from its own cron or timer; README "Scheduled jobs on a
-fleet"): CMD succeeds at most once per slot across the fleet, for clock and cron skew below
+Scheduled jobs (every host fires NAME from its own cron or timer; the guide "Scheduled jobs on
+a fleet", docs/site/guides/scheduled-jobs.md): CMD succeeds at most once per slot across the fleet, for clock and cron skew below
 PERIOD/2, on the database clock. A firing belongs to the slot whose opening firing fired less
 than PERIOD/2 before or after it; a host that fires while a run of its slot is in progress
 waits for the outcome: success -> CMD does not run here; failure, loss, or a crashed runner
