@@ -168,13 +168,14 @@ void reveal_row_lock_holders(detail::database_impl& db, backend_kind kind,
         for (const auto& r : *reports) {
             if (r.key_length != l.name.size() || !std::string_view(l.name).starts_with(r.key))
                 continue;
-            std::string who = "connection " + std::to_string(r.session_id);
-            if (r.client_pid > 0)
-                who += " (pid " + std::to_string(r.client_pid) + ")";
+            const std::string who = "connection " + std::to_string(r.session_id);
+            const std::string pid =
+                r.client_pid > 0 ? " (pid " + std::to_string(r.client_pid) + ")" : "";
             if (r.waiting) {
-                l.waiters.push_back({who, std::chrono::milliseconds(r.waited_ms), std::nullopt});
+                l.waiters.push_back(
+                    {who + pid, std::chrono::milliseconds(r.waited_ms), std::nullopt});
             } else {
-                found_held(l, who);
+                found_held(l, who); // the owner id is the session; the pid is the client's
                 l.pid = r.client_pid;
             }
         }
@@ -351,6 +352,20 @@ force_release_result database::force_release(std::string_view name, std::string_
         out.previous_token = detail::column_int(before.rows[0].at(1));
         out.strategy = before.rows[0].at(4).value_or("");
         if (out.strategy == "select_for_update") {
+            if (backend() == backend_kind::sqlite) {
+                // The lock is a process's write lock on the name's lock file: nothing from
+                // outside that process can end it but ending the process.
+                const auto holder = s->lock_file_holder(m_impl->lock_file_for(name));
+                if (holder && *holder == 0)
+                    return out; // nobody holds it: nothing to release
+                throw error(errc::unsupported,
+                            "cannot force-release select_for_update lock \"" + std::string(name) +
+                                "\" on sqlite: it is a write lock on its lock file, held by " +
+                                (holder && *holder > 0
+                                     ? "process " + std::to_string(*holder) + " on this host"
+                                     : std::string("a process of this host")) +
+                                "; end that process to release it");
+            }
             if (backend() != backend_kind::postgresql)
                 throw error(errc::unsupported,
                             "cannot force-release select_for_update lock \"" + std::string(name) +

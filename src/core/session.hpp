@@ -190,7 +190,7 @@ public:
     }
     /// SQLite: who holds the write lock of lock file `file` (a select_for_update hold), asked
     /// without taking any lock: 0 when nobody does or there is no such file, the holder's
-    /// process id, or -1 when held by a process that cannot be named (this one). nullopt
+    /// process id, or -1 when held by a process that cannot be named. nullopt
     /// elsewhere and when it cannot be told.
     virtual std::optional<std::int64_t> lock_file_holder(const std::string& file) {
         (void)file;

@@ -1443,6 +1443,8 @@ int cmd_status(const options& o) {
         std::string holder = "-";
         if (l.holder_hidden)
             holder = "unknown";
+        else if (l.held() && l.pid > 0 && l.host.empty()) // MariaDB: a session and its pid
+            holder = printable(l.owner) + " (pid " + std::to_string(l.pid) + ")";
         else if (l.held())
             holder =
                 l.pid > 0 ? printable(l.host) + ":" + std::to_string(l.pid) : printable(l.owner);

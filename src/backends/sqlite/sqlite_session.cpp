@@ -246,7 +246,12 @@ public:
             return std::nullopt;
         if (reserved == 0)
             return 0;
-        return reserved_lock_pid(file);
+        if (const auto pid = reserved_lock_pid(file); pid > 0)
+            return pid;
+        // F_GETLK names no lock of the asking process: still held, it is this process's own.
+        if (f->pMethods->xCheckReservedLock(f, &reserved) == SQLITE_OK && reserved != 0)
+            return static_cast<std::int64_t>(::getpid());
+        return 0; // released meanwhile
     }
 
 private:
