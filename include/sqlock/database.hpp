@@ -257,6 +257,11 @@ public:
     /// The schema version this library's migrate() brings a `kind` database to (the same for
     /// every backend). Does not contact any database.
     static int expected_schema_version(backend_kind kind);
+    /// The oldest schema version this library can lock on (tables not yet migrated to its
+    /// own version, during a rolling upgrade). Older tables: "run sqlock migrate". Newer ones
+    /// are used when their migrations say this library's version is compatible with them
+    /// (docs: operations, upgrades). Does not contact any database.
+    static int oldest_usable_schema_version(backend_kind kind);
 
     /// A SQL boolean condition that is true only while lock `name` is held with fencing token
     /// `token` (lease strategies: unique_key, optimistic_version), for a write in the caller's

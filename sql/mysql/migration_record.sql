@@ -1,1 +1,1 @@
-INSERT INTO {migrations} (version, name) VALUES ($1, $2)
+INSERT INTO {migrations} (version, name, compatible_from) VALUES ($1, $2, $3)

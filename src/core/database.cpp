@@ -312,14 +312,10 @@ database connect(std::string_view url, const connect_options& options) {
         deadline.emplace(*options.connect_deadline);
     if (options.check_schema) {
         const int version = db.schema_version();
-        const int expected = database::expected_schema_version(db.backend());
-        if (version > expected)
-            throw error(errc::schema_mismatch,
-                        "the sqlock tables in " + db.url() + " are at schema version " +
-                            std::to_string(version) + ", newer than this library's " +
-                            std::to_string(expected) + ": upgrade sqlock",
-                        std::string(to_string(db.backend())));
-        db.impl()->note_schema_version(version);
+        auto s = db.impl()->checkout();
+        db.impl()->refuse_schema(*s, version, true); // newer tables this library cannot use
+        const int oldest = database::oldest_usable_schema_version(db.backend());
+        db.impl()->note_schema_version(version, version >= oldest);
     } else {
         db.impl()->checkout();
     }

@@ -143,6 +143,9 @@ public:
         int version;
         std::string name;
         std::string sql; ///< identifiers expanded
+        /// The oldest library schema version that can share the tables once this migration is
+        /// applied (its header's "-- sqlock: compatible-from N"; without one, its own version).
+        int compatible_from;
     };
     std::vector<migration> migrations() const;
     std::string expand(std::string_view sql) const;
@@ -243,12 +246,22 @@ public:
     void reap_stale_leases(std::int64_t batch, std::int64_t grace, std::chrono::milliseconds settle,
                            reap_result& out);
 
-    /// Remembers the schema version last seen.
-    void note_schema_version(int version) noexcept { m_schema_version = version; }
-    /// Before taking a lock: throws errc::schema_missing / schema_mismatch with "run sqlock
-    /// migrate" when the tables are older than this library (re-reading the version while
-    /// they are, so a migration run elsewhere meanwhile is noticed).
+    /// Remembers the schema version last seen (usable: this library can work with it).
+    void note_schema_version(int version, bool usable) noexcept {
+        m_schema_version = version;
+        m_schema_usable = usable;
+    }
+    /// Before taking a lock: throws errc::schema_missing / schema_mismatch (refuse_schema)
+    /// unless the tables are at a version this library can use, re-reading the version until
+    /// they are (so a migration run elsewhere meanwhile is noticed).
     void require_schema();
+    /// Throws errc::schema_missing or errc::schema_mismatch, naming both versions and the fix,
+    /// unless this library can use tables at schema `version` (read on `s`): from
+    /// database::oldest_usable_schema_version to expected_schema_version, or newer when every
+    /// migration above this library's version says it is compatible with it
+    /// (migrations_compat). `newer_only`: refuse only tables newer than that (connect(): older
+    /// ones are reported at the first lock, so that connect() followed by migrate() works).
+    void refuse_schema(session& s, int version, bool newer_only) const;
 
     /// A per-name local turnstile: threads of this process waiting for the same name queue
     /// here, so only one of them at a time asks the database.
@@ -318,7 +331,8 @@ private:
     std::atomic<std::uint64_t> m_statements_sent{0};
     std::atomic<std::uint64_t> m_acquire_attempts{0};
     std::atomic<std::uint64_t> m_connects_attempted{0};
-    std::atomic<int> m_schema_version{-1}; ///< -1: not checked (check_schema off)
+    std::atomic<int> m_schema_version{-1};    ///< -1: not checked (check_schema off)
+    std::atomic<bool> m_schema_usable{false}; ///< m_schema_version was found usable
     std::atomic<bool> m_behind_pooler{false};
     std::atomic<bool> m_galera{false}; ///< a connection found a Galera node (wsrep on)
     mutable std::mutex m_topology_mutex;

@@ -8,6 +8,26 @@
 
 namespace sqlock::detail {
 
+namespace {
+
+/// A migration header's "-- sqlock: compatible-from N" (the oldest library schema version
+/// that can share the tables once it is applied); without one, the migration's own version.
+int compatible_from(std::string_view script, int version) {
+    constexpr std::string_view marker = "-- sqlock: compatible-from ";
+    const auto at = script.find(marker);
+    if (at == std::string_view::npos)
+        return version;
+    int from = 0;
+    const char* begin = script.data() + at + marker.size();
+    const auto [end, ec] = std::from_chars(begin, script.data() + script.size(), from);
+    if (ec != std::errc{} || from < 1 || from > version)
+        throw std::logic_error("migration " + std::to_string(version) +
+                               ": bad \"compatible-from\" header");
+    return from;
+}
+
+} // namespace
+
 std::vector<database_impl::migration> database_impl::migrations() const {
     std::vector<migration> out;
     const auto dir = std::string("migrations/") + std::string(backend_dir(m_config.kind)) + "/";
@@ -19,7 +39,8 @@ std::vector<database_impl::migration> database_impl::migrations() const {
         const auto [end, ec] = std::from_chars(file.data(), file.data() + file.size(), version);
         if (ec != std::errc{} || *end != '_')
             throw std::logic_error("migration file without a version: " + std::string(f.path));
-        out.push_back({version, std::string(file), expand(f.content)});
+        out.push_back(
+            {version, std::string(file), expand(f.content), compatible_from(f.content, version)});
     }
     std::sort(out.begin(), out.end(),
               [](const migration& a, const migration& b) { return a.version < b.version; });
@@ -67,7 +88,8 @@ void database::migrate() {
                 }
                 s->execute_script(m.sql);
                 s->execute(statement::migration_record,
-                           {std::int64_t{m.version}, std::string_view(m.name)});
+                           {std::int64_t{m.version}, std::string_view(m.name),
+                            std::int64_t{m.compatible_from}});
                 if (transactional_ddl)
                     s->commit();
             }
@@ -82,7 +104,7 @@ void database::migrate() {
             throw;
         }
         s->execute(statement::migrate_unlock, {key});
-        m_impl->note_schema_version(expected_schema_version(backend()));
+        m_impl->note_schema_version(expected_schema_version(backend()), true);
     } catch (const error& e) {
         throw error(e.code(), "migrating " + m_impl->config().redacted_url + " failed: " + e.what(),
                     e.backend(), e.native_code(), e.sqlstate());
@@ -111,14 +133,21 @@ std::string detail::database_impl::migration_script() const {
     }
     // Record the versions, as migrate() would, so sqlock sees the schema as current.
     for (const auto& m : migrations()) {
-        out += "INSERT INTO " + expand("{migrations}") + " (version, name) VALUES (" +
-               std::to_string(m.version) + ", '" + m.name + "');\n";
+        out += "INSERT INTO " + expand("{migrations}") +
+               " (version, name, compatible_from) VALUES (" + std::to_string(m.version) + ", '" +
+               m.name + "', " + std::to_string(m.compatible_from) + ");\n";
     }
     return out;
 }
 
 int database::expected_schema_version(backend_kind kind) {
     (void)kind; // every backend has the same migration versions (a unit test checks)
+    return 8;
+}
+
+int database::oldest_usable_schema_version(backend_kind kind) {
+    (void)kind;
+    // Schema 8 only records each migration's compatibility: nothing a lock reads or writes.
     return 7;
 }
 
@@ -139,33 +168,50 @@ int database::schema_version() {
 namespace sqlock {
 
 void detail::database_impl::require_schema() {
-    const int expected = database::expected_schema_version(kind());
-    const int seen = m_schema_version.load();
-    if (seen < 0 || seen == expected)
-        return; // not checked (check_schema off), or current
+    if (m_schema_version.load() < 0 || m_schema_usable.load())
+        return; // not checked (check_schema off), or usable
+    auto s = checkout();
     int version = 0;
     try {
-        auto s = checkout();
         const auto versions = applied_versions(*s);
         version = versions.empty() ? 0 : versions.back();
     } catch (const error& e) {
         if (e.code() != errc::schema_missing)
             throw;
     }
-    note_schema_version(version);
-    if (version == expected)
-        return;
+    note_schema_version(version, false);
+    refuse_schema(*s, version, false);
+    note_schema_version(version, true);
+}
+
+void detail::database_impl::refuse_schema(session& s, int version, bool newer_only) const {
+    const int mine = database::expected_schema_version(kind());
+    const int oldest = database::oldest_usable_schema_version(kind());
     const std::string backend_name(to_string(kind()));
+    const std::string tables = "the sqlock tables in " + m_config.redacted_url +
+                               " are at schema version " + std::to_string(version);
+    if (version > mine) {
+        const auto r = s.execute(statement::migrations_compat, {std::int64_t{mine}});
+        const std::int64_t needed =
+            r.rows.empty() || !r.rows.front().at(0) ? version : column_int(r.rows.front().at(0));
+        if (needed <= mine)
+            return; // newer, and every migration above ours says we may share them
+        throw error(errc::schema_mismatch,
+                    tables + ", which needs a library of schema " + std::to_string(needed) +
+                        " or newer; this one is at " + std::to_string(mine) +
+                        ": upgrade sqlock on this host",
+                    backend_name);
+    }
+    if (newer_only || version >= oldest)
+        return;
     if (version == 0)
         throw error(errc::schema_missing,
                     "lock table \"" + m_locks_table + "\" is missing in " + m_config.redacted_url +
                         ": run \"sqlock migrate\"",
                     backend_name);
     throw error(errc::schema_mismatch,
-                "the sqlock tables in " + m_config.redacted_url + " are at schema version " +
-                    std::to_string(version) + (version < expected ? ", older" : ", newer") +
-                    " than this library's " + std::to_string(expected) +
-                    (version < expected ? ": run \"sqlock migrate\"" : ": upgrade sqlock"),
+                tables + ", older than this library can use (" + std::to_string(oldest) + " to " +
+                    std::to_string(mine) + "): run \"sqlock migrate\"",
                 backend_name);
 }
 

@@ -53,7 +53,9 @@ enum class statement : std::size_t {
                         ///<   TTL -> affected rows (PostgreSQL: rows)
     migrations_bootstrap, ///< DDL: create the schema-version table if missing
     migrations_applied,   ///< -> rows (version)
-    migration_record,     ///< $1 version $2 name -> affected rows
+    migration_record,     ///< $1 version $2 name $3 compatible_from -> affected rows
+    migrations_compat,    ///< $1 a library's version -> 1 row: the oldest library version that
+                          ///<   can share the tables migrated above it (NULL: none above)
     migrate_lock,         ///< take the cross-process migration lock (session level)
     migrate_unlock,       ///< release it
     // select_for_update, on a pinned lock-holder session unless marked (pool):
@@ -147,6 +149,7 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "migrations_bootstrap",
     "migrations_applied",
     "migration_record",
+    "migrations_compat",
     "migrate_lock",
     "migrate_unlock",
     "fu_session",
