@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -138,6 +139,14 @@ database_impl::database_impl(connection_config config, const connect_options& op
     m_config.connect_timeout = m_options.connect_timeout;
     m_config.io_timeout = m_options.io_timeout;
     m_config.create_file = m_options.create_sqlite_file;
+    if (m_config.kind == backend_kind::sqlite) {
+        // Lock files live beside the database under its canonical path: processes that name
+        // one file by different paths (a symlinked directory, "./x.db") must share them, or a
+        // select_for_update lock would not exclude across them. (Hard links are not resolved.)
+        std::error_code ec;
+        const auto canonical = std::filesystem::weakly_canonical(m_config.path, ec);
+        m_lock_dir = (ec || canonical.empty() ? m_config.path : canonical.string()) + "-sqlock/";
+    }
 
     const auto& prefix = m_options.table_prefix;
     for (const char* table :

@@ -333,6 +333,7 @@ private:
     std::atomic<std::uint64_t> m_connects_attempted{0};
     std::atomic<int> m_schema_version{-1};    ///< -1: not checked (check_schema off)
     std::atomic<bool> m_schema_usable{false}; ///< m_schema_version was found usable
+    std::string m_lock_dir; ///< SQLite: "<canonical database path>-sqlock/" (lock_file_for)
     std::atomic<bool> m_behind_pooler{false};
     std::atomic<bool> m_galera{false}; ///< a connection found a Galera node (wsrep on)
     mutable std::mutex m_topology_mutex;

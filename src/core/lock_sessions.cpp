@@ -25,7 +25,7 @@ std::string database_impl::lock_file_for(std::string_view lock_name) const {
     std::snprintf(file, sizeof file, "%016llx%016llx.lock",
                   static_cast<unsigned long long>(fnv(0xcbf29ce484222325ULL)),
                   static_cast<unsigned long long>(fnv(0x84222325cbf29ce4ULL)));
-    return m_config.path + "-sqlock/" + file;
+    return m_lock_dir + file;
 }
 
 std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {

@@ -355,6 +355,27 @@ TEST_SUITE("select_for_update") {
 // SQLite only (tests/CMakeLists.txt): a lock file is SQLite's row lock.
 TEST_SUITE("select_for_update_sqlite") {
 
+    TEST_CASE("SQLite: one database file named by two paths (a symlink) shares its locks") {
+        REQUIRE(test::backend().kind == sqlock::backend_kind::sqlite);
+        namespace fs = std::filesystem;
+        const fs::path real = fs::path(test::backend().scratch_dir) / "real-dir";
+        const fs::path link = fs::path(test::backend().scratch_dir) / "linked-dir";
+        fs::create_directories(real);
+        fs::remove(link);
+        fs::create_directory_symlink(real, link);
+        auto direct = sqlock::connect("sqlite://" + (real / "shared.db").string());
+        direct.migrate();
+        auto through_link = sqlock::connect("sqlite://" + (link / "shared.db").string());
+        const auto name = test::unique_name("two-paths");
+        mutex a(direct, name, opts());
+        mutex b(through_link, name, opts());
+        REQUIRE(a.try_lock());
+        CHECK_FALSE(b.try_lock()); // the same lock file, whichever path reached the database
+        a.unlock();
+        CHECK(b.try_lock());
+        b.unlock();
+    }
+
     TEST_CASE("SQLite: a release waits out another connection reading the lock file") {
 #ifdef SQLOCK_TEST_SQLITE
         REQUIRE(is_sqlite()); // suite select_for_update_sqlite runs on SQLite only
