@@ -273,7 +273,8 @@ public:
     /// caller to the lock name and token. PostgreSQL and MariaDB call the sqlock_holds()
     /// function from the migrations, which also keeps the lease row from being taken over
     /// until the caller's transaction ends; SQLite gets an equivalent EXISTS predicate (its
-    /// write transactions are serialised anyway). Needs schema version 2.
+    /// write transactions are serialised anyway). Its meaning (the token alone decides, not
+    /// the clock) needs schema version 7.
     std::string fencing_condition(std::string_view name_placeholder,
                                   std::string_view token_placeholder) const;
 
