@@ -99,21 +99,22 @@ for o in $global_options; do
         fail "manual page: GLOBAL OPTIONS lacks $o"
 done
 
-# Environment variables main.cpp reads, and those it sets for the command `run` starts.
-main_cpp="$src/tools/sqlock/main.cpp"
-environment=$( (grep -oE 'getenv\("[A-Z_]+"\)' "$main_cpp" | sed -E 's/.*"(.*)".*/\1/'
-    grep -oE '"SQLOCK_[A-Z_]+=' "$main_cpp" | tr -d '"=') | sort -u)
-[[ -n $environment ]] || fail "found no environment variables in $main_cpp"
+# Environment variables the CLI (tools/sqlock/) reads, and those it sets for the command `run`
+# starts.
+cli_sources=$(ls "$src"/tools/sqlock/*.cpp "$src"/tools/sqlock/*.hpp)
+environment=$( (grep -ohE 'getenv\("[A-Z_]+"\)' $cli_sources | sed -E 's/.*"(.*)".*/\1/'
+    grep -ohE '"SQLOCK_[A-Z_]+=' $cli_sources | tr -d '"=') | sort -u)
+[[ -n $environment ]] || fail "found no environment variables in $cli_sources"
 env_text=$(section '^ENVIRONMENT$')
 for v in $environment; do
     grep -qx -- "\*$v\*" <<<"$env_text" || fail "manual page: ENVIRONMENT lacks $v"
 done
 
 # Exit codes: the CLI's (cli.hpp), check's Nagios codes and those `run` gives when it cannot
-# start the command (`W_EXITCODE(...)` in main.cpp and job_group.cpp).
+# start the command (`W_EXITCODE(...)` in tools/sqlock/).
 codes=$( (grep -oE 'exit_[a-z_]+ = [0-9]+' "$src/tools/sqlock/cli.hpp"
-    grep -oE 'nagios_[a-z]+ = [0-9]+' "$main_cpp" | grep -oE '[0-9]+$'
-    grep -ohE '\bW_EXITCODE\([^;]*\)' "$main_cpp" "$src/tools/sqlock/job_group.cpp") |
+    grep -ohE 'nagios_[a-z]+ = [0-9]+' $cli_sources | grep -oE '[0-9]+$'
+    grep -ohE '\bW_EXITCODE\([^;]*\)' $cli_sources "$src/tools/sqlock/job_group.cpp") |
     grep -oE '[0-9]+' | sort -un)
 [[ $(wc -w <<<"$codes") -ge 12 ]] || fail "found only these exit codes: $codes"
 exit_text=$(section '^EXIT STATUS$')

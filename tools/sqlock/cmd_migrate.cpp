@@ -1,0 +1,58 @@
+// sqlock migrate: creates or upgrades the lock tables, prints their DDL, or lists migrations.
+#include "cli.hpp"
+#include "command.hpp"
+
+#include <iostream>
+#include <sqlock/database.hpp>
+
+namespace sqlock::cli {
+
+int cmd_migrate(const options& o) {
+    bool print = false;
+    bool status = false;
+    for (const auto& a : o.args) {
+        if (a == "--print")
+            print = true;
+        else if (a == "--status")
+            status = true;
+        else
+            throw usage_error("migrate: unknown option " + a);
+    }
+    if (status) {
+        auto connect = o.connect;
+        connect.check_schema = false; // reporting versions is the point
+        if (o.url.empty())
+            throw usage_error("no database: pass --url URL or set SQLOCK_URL");
+        auto db = sqlock::connect(o.url, connect);
+        int pending = 0;
+        for (const auto& m : db.migration_status()) {
+            std::cout << (m.applied ? "applied  " : "pending  ") << m.name << "\n";
+            pending += m.applied ? 0 : 1;
+        }
+        std::cout << "schema version " << db.schema_version() << ", this sqlock expects "
+                  << sqlock::database::expected_schema_version(db.backend()) << " (" << pending
+                  << " pending) in " << db.url() << "\n";
+        return exit_ok;
+    }
+    if (print) {
+        // Build the DDL without connecting: a DBA may not have access yet.
+        std::cout << sqlock::migration_script_for(o.url, o.connect);
+        return exit_ok;
+    }
+    auto connect = o.connect;
+    connect.check_schema = false; // migrate is how an old schema gets current
+    if (o.url.empty())
+        throw usage_error("no database: pass --url URL or set SQLOCK_URL");
+    auto db = sqlock::connect(o.url, connect);
+    const int before = db.schema_version();
+    db.migrate();
+    const int after = db.schema_version();
+    if (before == after)
+        std::cout << "schema is up to date (version " << after << ") in " << db.url() << "\n";
+    else
+        std::cout << "migrated " << db.url() << " from version " << before << " to " << after
+                  << "\n";
+    return exit_ok;
+}
+
+} // namespace sqlock::cli
