@@ -8,4 +8,4 @@ SET owner = $2, host = $4, pid = $5, strategy = 'optimistic_version',
     token = NEXTVAL({token_seq}), hold_count = 1, acquired_at = UTC_TIMESTAMP(6),
     expires_at = UTC_TIMESTAMP(6) + INTERVAL ($3 * 1000) MICROSECOND,
     lease_seq = lease_seq + 1, ttl_ms = $3
-WHERE name = $1 AND token = $6 AND owner = ''
+WHERE name = $1 AND token = $6 AND owner = '' AND strategy <> 'select_for_update'

@@ -7,5 +7,5 @@ SET owner = $2::text, host = $4::text, pid = $5::bigint, strategy = 'optimistic_
     token = nextval('{token_seq}'), hold_count = 1, acquired_at = statement_timestamp(),
     expires_at = statement_timestamp() + $3::bigint * interval '1 millisecond',
     lease_seq = lease_seq + 1, ttl_ms = $3::bigint
-WHERE name = $1::text AND token = $6::bigint AND owner = ''
+WHERE name = $1::text AND token = $6::bigint AND owner = '' AND strategy <> 'select_for_update'
 RETURNING token

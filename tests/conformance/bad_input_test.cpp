@@ -33,6 +33,26 @@ std::string dead_port_url() {
 
 TEST_SUITE("backend") {
 
+    TEST_CASE("a name keeps its strategy: a lease on a select_for_update name fails at once") {
+        const auto name = test::unique_name("kept-strategy");
+        sqlock::mutex fu(test::db(), name, {.strategy = sqlock::strategy::select_for_update});
+        REQUIRE(fu.try_lock()); // the name's row now exists, as a select_for_update lock
+        fu.unlock();
+        sqlock::mutex ov(test::db(), name, {.strategy = sqlock::strategy::optimistic_version});
+        const auto e = test::error_of([&] { (void)ov.try_lock(); });
+        CHECK(e.code() == sqlock::errc::invalid_argument);
+        CHECK(std::string(e.what()).find("is a select_for_update lock") != std::string::npos);
+        if (test::backend().kind == sqlock::backend_kind::sqlite) {
+            // PostgreSQL and MariaDB: unique_key's acquire does not say which strategy the
+            // row has, and waits (a known gap).
+            sqlock::mutex uk(test::db(), name, {.strategy = sqlock::strategy::unique_key});
+            CHECK(test::error_of([&] { (void)uk.try_lock(); }).code() ==
+                  sqlock::errc::invalid_argument);
+        }
+        CHECK(fu.try_lock()); // and the select_for_update lock still works
+        fu.unlock();
+    }
+
     TEST_CASE("lock names: empty, too long, NUL, invalid UTF-8") {
         CHECK(error_of([] { sqlock::mutex m(db(), ""); }).code() == errc::invalid_argument);
         const std::string longest(sqlock::max_name_length, 'x');
