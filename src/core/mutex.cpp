@@ -3,6 +3,7 @@
 #include "core/fair_queue.hpp"
 #include "core/hold.hpp"
 #include "core/owner.hpp"
+#include "core/queue_ticket.hpp"
 #include "core/waiting.hpp"
 #include "strategies/strategy.hpp"
 
@@ -132,16 +133,6 @@ std::chrono::milliseconds wait_budget(std::chrono::steady_clock::time_point dead
     return ceil<milliseconds>(deadline - now);
 }
 
-/// The longest one wait in the SQLite waiter queue (fair_queue.hpp): a waiter ahead that
-/// stopped without dying (a paused process) delays the others by at most this per attempt.
-constexpr std::chrono::milliseconds fair_queue_step{1000};
-/// The longest a caller waits to take a ticket in that queue (the counter is locked for a read
-/// and a write; only a process stopped in between holds it longer): past it, the caller waits
-/// without a ticket, by polling as before the queue.
-constexpr std::chrono::milliseconds fair_queue_join_wait{100};
-/// The longest a queued caller waits in SQLite's busy handler per attempt.
-constexpr std::chrono::milliseconds fair_queue_server_wait{10};
-
 /// A grant's local lease starts at the send time of the statement that confirmed it. When that
 /// statement waited (a row-lock wait, an acquire queued in the server, a slow reply) the grant
 /// arrives with that much of its lease spent, all of it after a wait longer than the TTL. Such a
@@ -167,27 +158,6 @@ std::optional<grant> confirmed_after_wait(lock_strategy& strategy, database_impl
         }
         throw;
     }
-}
-
-/// SQLite's waiter queue (fair_queue.hpp), before an attempt: waits in the kernel until every
-/// earlier ticket is gone, at most fair_queue_step (or to the deadline). False when that wait
-/// ended first: the caller makes one attempt anyway (bounded bypass of a stopped waiter ahead,
-/// or the last attempt at the deadline). A caller that has just become first while the caller
-/// ahead still holds the lock (it left the line when granted) also waits for that holder, at
-/// most one backoff pause: an attempt now must fail, and on SQLite's one writer it would hold
-/// up the holder's release too.
-bool await_turn(fair_turn& ticket, std::chrono::steady_clock::time_point deadline, backoff& delay) {
-    if (ticket.first())
-        return true;
-    const auto step_end = std::chrono::steady_clock::now() + fair_queue_step;
-    if (!ticket.wait_first(std::min(deadline, step_end)))
-        return false;
-    if (ticket.holder_present()) {
-        const auto now = std::chrono::steady_clock::now();
-        const auto pause = delay.next();
-        ticket.wait_holder_gone(deadline - now < pause ? deadline : now + pause);
-    }
-    return true;
 }
 
 } // namespace
@@ -281,6 +251,337 @@ public:
     }
 };
 
+namespace {
+
+/// Re-entry by the thread that holds `hold` (impl.mine()): one statement, conditional on our
+/// owner id and token, that raises the hold count and moves the lease's local end. A grant
+/// already known lost is never resurrected. Throws errc::lock_lost when the hold is lost (known
+/// before, its lease's local end passed, or found by the statement): the hold is then marked
+/// lost and forgotten. Any other sqlock::error is thrown with the hold kept as it was.
+void reenter(mutex_impl& impl, const std::shared_ptr<active_hold>& hold, std::string_view owner) {
+    const lock_request req{impl.m_name, owner, impl.m_options.ttl};
+    std::unique_lock op(hold->op_mutex);
+    grant held;
+    std::string lost_message;
+    {
+        std::lock_guard state(hold->state_mutex);
+        held = hold->current;
+        if (hold->reason != loss_reason::none)
+            lost_message = hold->message;
+        else if (std::chrono::steady_clock::now() >= held.valid_until)
+            // The database would still take the re-entry (it does not judge leases by its
+            // clock), but others may already have dropped the lease.
+            lost_message = "its lease's local end passed before the re-entrant lock";
+    }
+    try {
+        if (!lost_message.empty())
+            throw error(errc::lock_lost, "lock \"" + impl.m_name + "\" was lost: " + lost_message);
+        auto renewed = impl.m_strategy->reenter(impl.db(), req, held);
+        std::lock_guard state(hold->state_mutex);
+        hold->current.hold_count = renewed.hold_count;
+        hold->current.valid_until = renewed.valid_until;
+    } catch (const error& e) {
+        if (e.code() == errc::lock_lost) {
+            op.unlock();
+            hold->mark_lost(loss_reason::lost, e.what());
+            impl.drop(hold);
+        }
+        throw;
+    }
+}
+
+/// This process's turn at a lock name (database_impl::local_gate): threads of this process
+/// waiting for the same name queue here, so only one of them at a time asks the database (and
+/// holds a connection for it). The turn is left when this object is destroyed.
+class local_turn {
+public:
+    local_turn() = default;
+    local_turn(const local_turn&) = delete;
+    local_turn& operator=(const local_turn&) = delete;
+    ~local_turn() {
+        if (m_gate)
+            m_gate->leave();
+    }
+
+    /// Waits for the turn at `name` until `deadline`; false when it did not come by then. A
+    /// call with no time to wait (`deadline` passed: try_lock()) takes no turn and returns
+    /// true. Call once.
+    bool enter(database_impl& db, const std::string& name,
+               std::chrono::steady_clock::time_point deadline) {
+        if (deadline > std::chrono::steady_clock::now()) {
+            auto gate = db.local_gate(name);
+            if (!gate->enter(deadline))
+                return false;
+            m_gate = std::move(gate);
+        }
+        return true;
+    }
+
+private:
+    std::shared_ptr<turnstile> m_gate;
+};
+
+/// What one acquire attempt came to.
+enum class attempt_outcome {
+    granted,     ///< the lock is this mutex's hold now, tracked by the lease keeper
+    not_granted, ///< the database answered: not ours (yet), or held back (held_back())
+    failed,      ///< a retryable error: connection trouble, a conflict, a full server
+};
+
+/// One lock call's way to a new grant, attempt by attempt, and what it keeps across its
+/// attempts: their pacing, the session it waits on, its places in a server-side queue and in
+/// SQLite's waiter queue, and whether the server refuses connections. Lives from the process's
+/// local turn to the end of the call; its members go in reverse order of declaration: the
+/// SQLite ticket first (the kernel drops its locks), then the sighting is kept, the queue seat
+/// leaves, the wait session goes back, and the connect bound ends.
+class acquire_call {
+public:
+    using time_point = std::chrono::steady_clock::time_point;
+
+    /// Sets up the call: the connect bound, the queueing hint and lease sighting this mutex
+    /// kept from its earlier calls, and (SQLite, time to wait) a ticket in the name's waiter
+    /// queue. `request` must outlive the call. Throws only std::bad_alloc.
+    acquire_call(mutex_impl& impl, const lock_request& request, time_point deadline);
+
+    /// Before each attempt (SQLite): waits in the waiter queue for the tickets ahead. False
+    /// when the attempt bypasses a stopped waiter ahead (or is the last one, at the deadline).
+    /// True without a ticket. Never throws.
+    bool await_queue_turn() { return m_ticket.await_turn(m_deadline, m_delay); }
+
+    /// One attempt at the lock, on the wait session if the call keeps one. A grant that
+    /// waited long is confirmed once more (confirmed_after_wait), then made this mutex's hold
+    /// (adopt). Throws the attempt's sqlock::error when retrying cannot help (worth_retrying):
+    /// not retryable, the deadline passed, or a full server for try_lock().
+    attempt_outcome attempt();
+
+    /// True when the last attempt was held back for an owner of a lock in
+    /// lock_request::defer_to; stores which in `*deferred` (when given). Never throws.
+    bool held_back(unsigned* deferred) const;
+
+    /// After an attempt made before joining SQLite's queue (it was idle) that was not
+    /// granted: into the line now, so that no later attempt overtakes those who queued
+    /// meanwhile. Never throws.
+    void join_queue_if_asked_first() noexcept { m_ticket.join_if_asked_first(m_deadline); }
+
+    /// After a `failed` attempt while the server refuses connections for lack of slots: sleeps
+    /// one full-server pause (at most to the deadline) and returns true, the caller attempts
+    /// once more. Throws server_full_timeout (errc::timeout) once `now` is past the deadline.
+    /// Otherwise false; after an attempt that did not fail, it also forgets an earlier refusal
+    /// (a connection got through: the server has slots again).
+    bool wait_out_full_server(bool failed, time_point now);
+
+    /// Between attempts, before the deadline (`now`): waits for the lock to be worth asking
+    /// again. SQLite with a ticket: for the holder in the queue (not after a bypass). A wait
+    /// the server already made (a server-side wait, a queue seat): none. Otherwise a jittered
+    /// backoff pause that a release ends early (a local unlock; on PostgreSQL a notification,
+    /// after an answered attempt). Never throws.
+    void wait_before_next_attempt(bool failed, bool bypass, time_point now);
+
+private:
+    /// Classifies an attempt's error, noting a full server's refusal (for
+    /// wait_out_full_server). True when another attempt may help while time remains; false
+    /// when the error must reach the caller. Never throws.
+    bool worth_retrying(const error& e);
+    /// Makes `g` this mutex's hold for the calling thread, hands it the SQLite ticket (kept to
+    /// its release) and has the lease keeper track it. Throws only std::bad_alloc.
+    void adopt(grant g);
+    /// The session on which to hear release notifications while waiting (PostgreSQL): the
+    /// queue seat's, or the wait session (taken idle from the pool if none is kept yet),
+    /// subscribed. nullptr when the backend does not notify, no session is at hand without a
+    /// new connection, or subscribing failed. Never throws.
+    session* release_listener();
+
+    mutex_impl& m_impl;
+    database_impl& m_db;
+    const lock_request& m_request;
+    const time_point m_deadline;
+    const bool m_server_waits; ///< the strategy waits server-side (select_for_update)
+    std::uint64_t m_seen = 0;  ///< the name's local wake-up generation at the last attempt
+    /// A connection opened for an attempt (a seat, a lock session, a pooled one) gives up at
+    /// the deadline too, not only at connect_timeout: a connect in flight then is abandoned.
+    std::optional<connect_deadline> m_connect_bound;
+    backoff m_delay;
+    full_server_backoff m_full_delay;
+    // Whether the server refuses every connection for lack of slots, since when, and its last
+    // refusal. (A plain time point and a flag, not an optional: GCC 12 warns, wrongly, that an
+    // optional one may be read uninitialized.)
+    bool m_refused = false;
+    time_point m_refused_since{};
+    std::optional<error> m_refusal;
+    // A polling waiter's session, kept from its first wait to the end of this call: its
+    // attempts run there and it listens there for releases (PostgreSQL), so that waiting costs
+    // no connection beyond the one the attempts use (DESIGN §12). Declared before `m_attempts`:
+    // a seat left in the queue goes back first.
+    std::optional<pooled_session> m_wait_session;
+    attempt_state m_attempts; // a place in a server-side queue: left when the call ends
+    // The sighting of someone else's lease outlives this call, so that a caller polling with
+    // try_lock() (a semaphore trying its permits) also drops a lease nobody renewed for its TTL.
+    struct sighting_keeper {
+        mutex_impl& impl;
+        attempt_state& attempts;
+        ~sighting_keeper() {
+            std::lock_guard lock(impl.m_state_mutex);
+            impl.m_sighting = attempts.sighting;
+        }
+    } m_keep_sighting{m_impl, m_attempts};
+    queue_ticket m_ticket; ///< SQLite: this call's ticket in the name's waiter queue
+};
+
+acquire_call::acquire_call(mutex_impl& impl, const lock_request& request, time_point deadline)
+    : m_impl(impl), m_db(impl.db()), m_request(request), m_deadline(deadline),
+      m_server_waits(impl.m_strategy->waits_server_side()),
+      m_delay(impl.m_options.retry_min, impl.m_options.retry_max) {
+    if (deadline != time_point::max() && deadline != time_point::min())
+        m_connect_bound.emplace(deadline);
+    m_attempts.queue_first = impl.m_contended.load(std::memory_order_relaxed);
+    {
+        std::lock_guard lock(impl.m_state_mutex);
+        m_attempts.sighting = impl.m_sighting;
+    }
+    m_ticket.enter(m_db, impl.m_name, deadline);
+}
+
+attempt_outcome acquire_call::attempt() {
+    m_db.count_acquire_attempt();
+    m_seen = m_db.wakeups().generation(m_impl.m_name);
+    m_attempts.waited = false;
+    m_attempts.deferred = 0;
+    if (m_wait_session && (seat_session(m_attempts) || !(*m_wait_session)->usable()))
+        m_wait_session.reset(); // a seat took over (or it broke): one connection at a time
+    try {
+        const route_scope via_wait_session(m_db, m_wait_session ? &**m_wait_session : nullptr);
+        std::optional<busy_wait_limit> asking_first;
+        m_ticket.limit_asking_first(asking_first);
+        const auto budget = m_ticket.server_budget(wait_budget(m_deadline));
+        auto g = m_impl.m_strategy->try_acquire(m_db, m_request, budget, m_attempts);
+        if (g)
+            g = confirmed_after_wait(*m_impl.m_strategy, m_db, m_request, std::move(*g));
+        if (g) {
+            adopt(std::move(*g));
+            return attempt_outcome::granted;
+        }
+    } catch (const error& e) {
+        if (!worth_retrying(e))
+            throw;
+        return attempt_outcome::failed;
+    }
+    return attempt_outcome::not_granted;
+}
+
+bool acquire_call::worth_retrying(const error& e) {
+    if (is_server_full(e)) {
+        // No free connection slot on the server (DESIGN §12): it frees up as other clients
+        // disconnect, so a caller with time left waits it out. try_lock() (no time to wait)
+        // reports it at once.
+        if (m_deadline == time_point::min())
+            return false;
+        if (!m_refused) {
+            m_refused = true;
+            m_refused_since = std::chrono::steady_clock::now();
+        }
+        m_refusal = e;
+        return true;
+    }
+    // Connection trouble and conflicts are worth another try while time remains; anything
+    // else (missing table, bad input) will not get better by waiting.
+    if (!e.retryable() || std::chrono::steady_clock::now() >= m_deadline)
+        return false;
+    m_refused = false;
+    return true;
+}
+
+void acquire_call::adopt(grant g) {
+    auto hold = std::make_shared<active_hold>();
+    hold->db = m_impl.m_db.impl();
+    hold->strategy = m_impl.m_strategy;
+    hold->name = m_impl.m_name;
+    hold->owner = m_request.owner;
+    hold->ttl = m_impl.m_options.ttl;
+    hold->thread = std::this_thread::get_id();
+    hold->renew = m_impl.m_options.renew;
+    hold->on_lost = m_impl.m_options.on_lost;
+    hold->on_at_risk = m_impl.m_options.on_at_risk;
+    hold->current = std::move(g);
+    m_impl.m_contended.store(m_attempts.contended, std::memory_order_relaxed);
+    m_impl.m_last_token.store(hold->current.token, std::memory_order_relaxed);
+    hold->next_renewal = std::chrono::steady_clock::now() + m_impl.m_options.ttl / 3;
+    {
+        std::lock_guard lock(m_impl.m_state_mutex);
+        m_impl.m_held = hold;
+        // A ticket kept by an earlier hold of this mutex that was lost and never unlocked
+        // goes first, so that this one can take the holder byte.
+        m_impl.m_turn.reset();
+        m_impl.m_turn = m_ticket.hand_to_hold();
+    }
+    lease_keeper::instance().track(hold);
+}
+
+bool acquire_call::held_back(unsigned* deferred) const {
+    if (m_attempts.deferred == 0)
+        return false;
+    // Held back for someone who goes first: the caller (a permit pool) decides what to do
+    // about that; asking this lock again would only be held back again.
+    if (deferred)
+        *deferred = m_attempts.deferred;
+    return true;
+}
+
+bool acquire_call::wait_out_full_server(bool failed, time_point now) {
+    if (failed && m_refused) {
+        if (now >= m_deadline)
+            throw server_full_timeout(m_impl.m_name, *m_refusal, now - m_refused_since);
+        const auto pause = m_full_delay.next();
+        std::this_thread::sleep_until(m_deadline - now < pause ? m_deadline : now + pause);
+        return true;
+    }
+    if (!failed) {
+        m_refused = false; // a connection got through: the server has slots again
+        m_full_delay.reset();
+    }
+    return false;
+}
+
+void acquire_call::wait_before_next_attempt(bool failed, bool bypass, time_point now) {
+    if (m_ticket.active() && !failed) {
+        // Queued (SQLite): not first in line (the attempt bypassed a stopped waiter ahead)
+        // goes back to waiting in line; first in line waits for the holder to go, at most
+        // for the backoff's pause, then asks again (a stale lease is dropped at that pace).
+        if (!bypass)
+            m_ticket.wait_for_holder(now, m_deadline, m_delay);
+        return;
+    }
+    if ((m_server_waits || m_attempts.waited) && !failed)
+        return; // the server already waited; its wait ended before our deadline
+    // Never listens after a failed attempt: a release is not what that waits for.
+    session* const listener = failed ? nullptr : release_listener();
+    // Sleep with jittered backoff, but wake at once when the lock may have become free.
+    const auto pause = m_delay.next();
+    m_db.await_release(listener, m_impl.m_name, m_seen,
+                       m_deadline - now < pause ? m_deadline : now + pause);
+}
+
+session* acquire_call::release_listener() {
+    // Contended: from now on (PostgreSQL) a release notification wakes us instead of the next
+    // poll, received on the session this call already uses: its queue seat, or the pooled
+    // session its attempts ran on, kept from now on. Never a new connection.
+    if (!m_db.notifies_releases())
+        return nullptr;
+    session* listener = seat_session(m_attempts);
+    if (!listener) {
+        if (!m_wait_session) {
+            if (auto idle = m_db.try_checkout_idle())
+                m_wait_session.emplace(std::move(*idle));
+        }
+        if (m_wait_session)
+            listener = &**m_wait_session;
+    }
+    if (listener && !m_db.listen_for_releases(*listener))
+        listener = nullptr;
+    return listener;
+}
+
+} // namespace
+
 } // namespace detail
 
 mutex::mutex(database db, std::string name, mutex_options options)
@@ -341,41 +642,9 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
                                   unsigned* deferred) {
     auto& impl = *m_impl;
     const std::string owner = owner_id();
-    const detail::lock_request req{impl.m_name, owner, impl.m_options.ttl};
-
     if (const auto hold = impl.mine()) {
-        // Re-entry: one statement, conditional on our owner id and token. A grant already
-        // known lost is never resurrected.
-        std::unique_lock op(hold->op_mutex);
-        detail::grant held;
-        std::string lost_message;
-        {
-            std::lock_guard state(hold->state_mutex);
-            held = hold->current;
-            if (hold->reason != loss_reason::none)
-                lost_message = hold->message;
-            else if (std::chrono::steady_clock::now() >= held.valid_until)
-                // The database would still take the re-entry (it does not judge leases by its
-                // clock), but others may already have dropped the lease.
-                lost_message = "its lease's local end passed before the re-entrant lock";
-        }
-        try {
-            if (!lost_message.empty())
-                throw error(errc::lock_lost,
-                            "lock \"" + impl.m_name + "\" was lost: " + lost_message);
-            auto renewed = impl.m_strategy->reenter(impl.db(), req, held);
-            std::lock_guard state(hold->state_mutex);
-            hold->current.hold_count = renewed.hold_count;
-            hold->current.valid_until = renewed.valid_until;
-            return true;
-        } catch (const error& e) {
-            if (e.code() == errc::lock_lost) {
-                op.unlock();
-                hold->mark_lost(loss_reason::lost, e.what());
-                impl.drop(hold);
-            }
-            throw;
-        }
+        detail::reenter(impl, hold, owner); // throws lock_lost for a hold already lost
+        return true;
     }
 
     auto& db = impl.db();
@@ -385,215 +654,26 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
                                  impl.m_last_token.load(std::memory_order_relaxed)};
     if (defer_to)
         request.defer_to = *defer_to;
-    const bool server_waits = impl.m_strategy->waits_server_side();
-    // Threads of this process waiting for the same name queue here, so only one of them at a
-    // time asks the database (and holds a connection for it).
-    struct turn_guard {
-        std::shared_ptr<detail::turnstile> gate;
-        ~turn_guard() {
-            if (gate)
-                gate->leave();
-        }
-    } turn;
-    if (deadline > std::chrono::steady_clock::now()) {
-        auto gate = db.local_gate(impl.m_name);
-        if (!gate->enter(deadline))
-            return false;
-        turn.gate = std::move(gate);
-    }
+    detail::local_turn turn;
+    if (!turn.enter(db, impl.m_name, deadline))
+        return false; // other threads of this process asked for the name until the deadline
 
-    // A connection opened for an attempt (a seat, a lock session, a pooled one) gives up at
-    // the deadline too, not only at connect_timeout: a connect in flight then is abandoned.
-    std::optional<detail::connect_deadline> connect_bound;
-    if (deadline != std::chrono::steady_clock::time_point::max() &&
-        deadline != std::chrono::steady_clock::time_point::min())
-        connect_bound.emplace(deadline);
-    detail::backoff delay(impl.m_options.retry_min, impl.m_options.retry_max);
-    detail::full_server_backoff full_delay;
-    // Whether the server refuses every connection for lack of slots, since when, and its last
-    // refusal. (A plain time point and a flag, not an optional: GCC 12 warns, wrongly, that an
-    // optional one may be read uninitialized.)
-    bool refused = false;
-    std::chrono::steady_clock::time_point refused_since{};
-    std::optional<error> refusal;
-    // A polling waiter's session, kept from its first wait to the end of this call: its
-    // attempts run there and it listens there for releases (PostgreSQL), so that waiting costs
-    // no connection beyond the one the attempts use (DESIGN §12). Declared before `attempts`:
-    // a seat left in the queue goes back first.
-    std::optional<detail::pooled_session> wait_session;
-    detail::attempt_state attempts; // a place in a server-side queue: left when we return
-    attempts.queue_first = impl.m_contended.load(std::memory_order_relaxed);
-    // The sighting of someone else's lease outlives this call, so that a caller polling with
-    // try_lock() (a semaphore trying its permits) also drops a lease nobody renewed for its TTL.
-    struct sighting_keeper {
-        detail::mutex_impl& impl;
-        detail::attempt_state& attempts;
-        ~sighting_keeper() {
-            std::lock_guard lock(impl.m_state_mutex);
-            impl.m_sighting = attempts.sighting;
-        }
-    } keep_sighting{impl, attempts};
-    {
-        std::lock_guard lock(impl.m_state_mutex);
-        attempts.sighting = impl.m_sighting;
-    }
-    // SQLite has no waiter queue of its own: a lock() call (not try_lock()) takes a ticket in
-    // the name's side file and asks the database only once every earlier ticket is gone, so a
-    // releaser asking again queues behind those already waiting (fair_queue.hpp). While nobody
-    // is in line or holds the lock through the queue, it asks first and takes a ticket only if
-    // not granted: an uncontended lock() costs one fcntl, not a ticket's ten system calls.
-    std::unique_ptr<detail::fair_turn> ticket;
-    if (const auto now = std::chrono::steady_clock::now();
-        db.kind() == backend_kind::sqlite && deadline > now) {
-        ticket = detail::fair_turn::open(detail::queue_file_for(db.lock_file_for(impl.m_name)));
-        if (ticket && !ticket->idle() &&
-            !ticket->join(std::min(deadline, now + detail::fair_queue_join_wait)))
-            ticket.reset(); // the counter stayed locked (a joiner stopped): poll, as before
-    }
+    detail::acquire_call call(impl, request, deadline);
     for (;;) {
-        bool failed = false;
-        // Not first in line: wait in the kernel for the tickets ahead, at most fair_queue_step
-        // at a time; past it (a waiter ahead stopped without dying), one direct attempt that
-        // does not wait on the server, then back in line (bypass).
-        const bool bypass = ticket && !detail::await_turn(*ticket, deadline, delay);
-        db.count_acquire_attempt();
-        const auto seen = db.wakeups().generation(impl.m_name);
-        attempts.waited = false;
-        attempts.deferred = 0;
-        if (wait_session && (detail::seat_session(attempts) || !(*wait_session)->usable()))
-            wait_session.reset(); // a seat took over (or it broke): one connection at a time
-        try {
-            const detail::route_scope via_wait_session(db,
-                                                       wait_session ? &**wait_session : nullptr);
-            // Asking before joining SQLite's queue (nobody was in line): briefly. In SQLite's
-            // busy handler a process that releases and asks again at once kept this caller out
-            // for over a second (1 run in 100 of fair_sqlite's churn test); not granted within
-            // this, it joins the line, which puts that process behind it.
-            std::optional<detail::busy_wait_limit> asking_first;
-            if (ticket && !ticket->joined())
-                asking_first.emplace(detail::fair_queue_server_wait);
-            // A queued caller waits in SQLite's busy handler (a sleep-and-retry loop) only
-            // briefly for the lock file (select_for_update): it waits for the holder byte in
-            // the kernel instead, below. Not "none": the lock session keeps that busy timeout
-            // for the hold, and a COMMIT with none failed as "database is locked" while the
-            // next in line was trying the lock file.
-            auto budget = detail::wait_budget(deadline);
-            if (ticket &&
-                (budget == detail::server_wait::forever || budget > detail::fair_queue_server_wait))
-                budget = detail::fair_queue_server_wait;
-            auto g = impl.m_strategy->try_acquire(db, request, budget, attempts);
-            if (g)
-                g = detail::confirmed_after_wait(*impl.m_strategy, db, request, std::move(*g));
-            if (g) {
-                auto hold = std::make_shared<detail::active_hold>();
-                hold->db = impl.m_db.impl();
-                hold->strategy = impl.m_strategy;
-                hold->name = impl.m_name;
-                hold->owner = owner;
-                hold->ttl = impl.m_options.ttl;
-                hold->thread = std::this_thread::get_id();
-                hold->renew = impl.m_options.renew;
-                hold->on_lost = impl.m_options.on_lost;
-                hold->on_at_risk = impl.m_options.on_at_risk;
-                hold->current = std::move(*g);
-                impl.m_contended.store(attempts.contended, std::memory_order_relaxed);
-                impl.m_last_token.store(hold->current.token, std::memory_order_relaxed);
-                hold->next_renewal = std::chrono::steady_clock::now() + impl.m_options.ttl / 3;
-                {
-                    std::lock_guard lock(impl.m_state_mutex);
-                    impl.m_held = hold;
-                    // A ticket kept by an earlier hold of this mutex that was lost and never
-                    // unlocked goes first, so that this one can take the holder byte.
-                    impl.m_turn.reset();
-                    if (ticket)
-                        ticket->mark_holding();
-                    impl.m_turn = std::move(ticket);
-                }
-                detail::lease_keeper::instance().track(hold);
-                return true;
-            }
-        } catch (const error& e) {
-            if (is_server_full(e)) {
-                // No free connection slot on the server (DESIGN §12): it frees up as other
-                // clients disconnect, so a caller with time left waits it out. try_lock()
-                // (no time to wait) reports it at once.
-                if (deadline == std::chrono::steady_clock::time_point::min())
-                    throw;
-                if (!refused) {
-                    refused = true;
-                    refused_since = std::chrono::steady_clock::now();
-                }
-                refusal = e;
-            } else {
-                // Connection trouble and conflicts are worth another try while time remains;
-                // anything else (missing table, bad input) will not get better by waiting.
-                if (!e.retryable() || std::chrono::steady_clock::now() >= deadline)
-                    throw;
-                refused = false;
-            }
-            failed = true;
-        }
-        if (attempts.deferred != 0) {
-            // Held back for someone who goes first: the caller (a permit pool) decides what
-            // to do about that; asking this lock again would only be held back again.
-            if (deferred)
-                *deferred = attempts.deferred;
-            return false;
-        }
-        // Asked before joining (the queue was idle) and not granted: into the line now, so
-        // that no later attempt overtakes those who queued meanwhile.
-        if (ticket && !ticket->joined() &&
-            !ticket->join(std::min(deadline, std::chrono::steady_clock::now() +
-                                                 detail::fair_queue_join_wait)))
-            ticket.reset();
+        const bool bypass = !call.await_queue_turn();
+        const auto outcome = call.attempt();
+        if (outcome == detail::attempt_outcome::granted)
+            return true;
+        if (call.held_back(deferred))
+            return false; // asking this lock again would only be held back again
+        call.join_queue_if_asked_first();
         const auto now = std::chrono::steady_clock::now();
-        if (failed && refused) {
-            if (now >= deadline)
-                throw detail::server_full_timeout(impl.m_name, *refusal, now - refused_since);
-            const auto pause = full_delay.next();
-            std::this_thread::sleep_until(deadline - now < pause ? deadline : now + pause);
+        const bool failed = outcome == detail::attempt_outcome::failed;
+        if (call.wait_out_full_server(failed, now))
             continue; // one more attempt, at the latest at the deadline
-        }
-        if (!failed) {
-            refused = false; // a connection got through: the server has slots again
-            full_delay.reset();
-        }
         if (now >= deadline)
             return false;
-        if (ticket && !failed) {
-            // Queued (SQLite): not first in line (the attempt bypassed a stopped waiter ahead)
-            // goes back to waiting in line; first in line waits for the holder to go, at most
-            // for the backoff's pause, then asks again (a stale lease is dropped at that pace).
-            if (bypass)
-                continue;
-            const auto pause = delay.next();
-            ticket->wait_holder_gone(deadline - now < pause ? deadline : now + pause);
-            continue;
-        }
-        if ((server_waits || attempts.waited) && !failed)
-            continue; // the server already waited; its wait ended before our deadline
-        // Contended: from now on (PostgreSQL) a release notification wakes us instead of the
-        // next poll, received on the session this call already uses: its queue seat, or the
-        // pooled session its attempts ran on, kept from now on. Never a new connection, and
-        // never after a failed attempt (a release is not what that waits for).
-        detail::session* listener = nullptr;
-        if (!failed && db.notifies_releases()) {
-            listener = detail::seat_session(attempts);
-            if (!listener) {
-                if (!wait_session) {
-                    if (auto idle = db.try_checkout_idle())
-                        wait_session.emplace(std::move(*idle));
-                }
-                if (wait_session)
-                    listener = &**wait_session;
-            }
-            if (listener && !db.listen_for_releases(*listener))
-                listener = nullptr;
-        }
-        // Sleep with jittered backoff, but wake at once when the lock may have become free.
-        const auto pause = delay.next();
-        db.await_release(listener, impl.m_name, seen,
-                         deadline - now < pause ? deadline : now + pause);
+        call.wait_before_next_attempt(failed, bypass, now);
     }
 }
 
