@@ -379,9 +379,15 @@ private:
             _exit(0);
         }
         pollfd fds[2] = {{link, POLLIN, 0}, {g_guard_chld_pipe[0], POLLIN, 0}};
-        // Waiting for the rest of the group after the command: look again every 20 ms.
+        // Waiting for the rest of the group after the command: look again every 20 ms. Never
+        // longer than a second, so that a SIGCHLD whose handler did not run costs at most that
+        // (ThreadSanitizer defers signals in this fork of a multi-threaded process: a guard
+        // that relied on the handler alone slept forever beside its reaped job's zombie).
         const int forward_in = forwards.pass_on_due(job);
-        poll(fds, 2, status && (forward_in < 0 || forward_in > 20) ? 20 : forward_in);
+        int timeout = status && (forward_in < 0 || forward_in > 20) ? 20 : forward_in;
+        if (timeout < 0 || timeout > 1000)
+            timeout = 1000;
+        poll(fds, 2, timeout);
         char drain[64];
         while (read(g_guard_chld_pipe[0], drain, sizeof drain) > 0) {
         }
