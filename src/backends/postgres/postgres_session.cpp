@@ -75,8 +75,11 @@ std::string build_conninfo(const connection_config& config) {
     std::string hosts;
     std::string ports;
     for (const auto& e : config.endpoints) {
-        hosts += (hosts.empty() ? "" : ",") + e.host;
-        ports += (ports.empty() ? "" : ",") + std::to_string(e.port);
+        // Appended in two steps: ("," + string) trips GCC 12's -Wrestrict at -O2.
+        hosts += hosts.empty() ? "" : ",";
+        hosts += e.host;
+        ports += ports.empty() ? "" : ",";
+        ports += std::to_string(e.port);
     }
     if (config.endpoints.empty()) {
         hosts = config.host;
