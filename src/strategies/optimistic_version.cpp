@@ -59,18 +59,12 @@ std::optional<version_row> read_row(database_impl& db, std::string_view name,
 }
 
 /// After a compare-and-set on a free row failed: when the row is a select_for_update lock
-/// (ov_acquire never takes one: its holder is whoever has it locked, not its owner column),
-/// waiting would never end, so this throws errc::invalid_argument saying so. Otherwise
-/// another acquirer came first, and this returns.
+/// (ov_acquire never takes one), throws (throw_kept_strategy). Otherwise another acquirer came
+/// first, and this returns.
 void refuse_other_strategy(database_impl& db, const lock_request& req) {
     const auto res = db.run(statement::inspect_lock, {req.name});
-    if (res.rows.empty() || res.rows.front().at(4).value_or("") != "select_for_update")
-        return;
-    throw error(errc::invalid_argument,
-                "lock \"" + std::string(req.name) + "\" in " + db.config().redacted_url +
-                    " is a select_for_update lock: a name keeps the strategy it was first "
-                    "locked with (lock it with select_for_update, or use another name)",
-                std::string(to_string(db.kind())));
+    if (!res.rows.empty() && res.rows.front().at(4).value_or("") == "select_for_update")
+        throw_kept_strategy(db, req.name);
 }
 
 [[noreturn]] void throw_lost(const database_impl& db, const lock_request& req,

@@ -95,6 +95,14 @@ std::optional<grant> adopt_lost_grant(database_impl& db, const lock_request& req
     }
 }
 
+void throw_kept_strategy(const database_impl& db, std::string_view name) {
+    throw error(errc::invalid_argument,
+                "lock \"" + std::string(name) + "\" in " + db.config().redacted_url +
+                    " is a select_for_update lock: a name keeps the strategy it was first "
+                    "locked with (lock it with select_for_update, or use another name)",
+                std::string(to_string(db.kind())));
+}
+
 std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend) {
     switch (s) {
     case strategy::unique_key:

@@ -212,6 +212,12 @@ public:
 /// The implementation of `s`; throws errc::unsupported for strategies not built yet.
 std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend);
 
+/// Throws errc::invalid_argument: lock `name` is a select_for_update lock, which no lease
+/// strategy ever takes (its holder is whoever has the row or lock file locked, not its owner
+/// column), so waiting for it would never end. A name keeps the strategy it was first locked
+/// with.
+[[noreturn]] void throw_kept_strategy(const database_impl& db, std::string_view name);
+
 /// Lease renewal shared by unique_key and optimistic_version (statement renew_lease).
 grant renew_lease(database_impl& db, const lock_request& req, const grant& held);
 

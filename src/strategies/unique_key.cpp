@@ -75,13 +75,7 @@ std::optional<grant> adopt_or_note(database_impl& db, const lock_request& req, c
         mine = column_int(r.at(6)) == 1;
     } else if (const auto row = inspect(db, req.name);
                row && row->strategy == "select_for_update") {
-        // A lease never takes a select_for_update row (its holder is whoever has it locked,
-        // not its owner column): waiting would never end.
-        throw error(errc::invalid_argument,
-                    "lock \"" + std::string(req.name) + "\" in " + db.config().redacted_url +
-                        " is a select_for_update lock: a name keeps the strategy it was first "
-                        "locked with (lock it with select_for_update, or use another name)",
-                    std::string(to_string(db.kind())));
+        throw_kept_strategy(db, req.name);
     } else if (row && !row->owner.empty()) {
         token = row->token;
         hold_count = row->hold_count;
