@@ -6,7 +6,7 @@
 //            pipelines it: one round trip. MariaDB skips the settings while unchanged and
 //            needs no BEGIN (autocommit is off on lock sessions): one round trip. SQLite runs
 //            BEGIN IMMEDIATE on the name's own lock file, then fu_create_row (the row status
-//            lists; nothing is written once it exists) and fu_next_token on the pool.
+//            lists; a mutex's first grant only) and fu_next_token on the pool.
 //   first use of a name: + ROLLBACK, fu_create_row (same session), and the batch again.
 //   re-entry: fu_check (one round trip; proves the session, and so the lock, is alive).
 //   release:  COMMIT (one round trip); a re-entrant hold is counted locally.
@@ -34,11 +34,69 @@
 #include "core/owner.hpp"
 #include "strategies/strategy.hpp"
 
+#include <atomic>
+
 namespace sqlock::detail {
 
 namespace {
 
 class select_for_update_strategy final : public lock_strategy {
+    /// This mutex saw the name's row exist (fu_create_row sent once): later grants skip it.
+    std::atomic<bool> m_row_known{false};
+
+    /// The lock itself carries no token (SQLite lock files): the name's row first (status lists
+    /// the lock by it; once per mutex), then a token, committed on its own so no later grant
+    /// can ever get a smaller one. Throws sqlock::error.
+    std::int64_t draw_token(database_impl& db, const lock_request& req) {
+        if (!m_row_known.load(std::memory_order_relaxed)) {
+            db.run(statement::fu_create_row, {req.name});
+            m_row_known.store(true, std::memory_order_relaxed);
+        }
+        return column_int(db.run(statement::fu_next_token, {}).rows.at(0).at(0));
+    }
+
+    /// The name's lock session, with the durable token mark raised on it where this handle's
+    /// next tokens may not be covered (from `reserve_from`). Throws sqlock::error (unpinned).
+    static std::unique_ptr<session> pin_reserved(database_impl& db, const lock_request& req,
+                                                 std::int64_t reserve_from) {
+        auto s = db.pin(req.name);
+        try {
+            db.reserve_tokens_on(*s, reserve_from);
+        } catch (const error& e) {
+            db.unpin(req.name, std::move(s));
+            db.rethrow_with_context(e);
+        }
+        return s;
+    }
+
+    /// The lock's batch on `s`: fu_wait, fu_begin, fu_session, fu_lock[_nowait]. nullopt when
+    /// the lock stayed held by someone else for all of `wait` (`s` given back); other errors
+    /// are thrown with the database's context (`s` given back too).
+    static std::optional<std::vector<result>> send_lock_batch(database_impl& db,
+                                                              const lock_request& req,
+                                                              std::unique_ptr<session>& s,
+                                                              std::chrono::milliseconds wait) {
+        try {
+            // Order matters: the wait applies to BEGIN on SQLite (lock file), and on
+            // PostgreSQL the session guards are transaction-local, so they follow BEGIN.
+            const batch_item items[] = {
+                {statement::fu_wait, {static_cast<std::int64_t>(wait.count())}},
+                {statement::fu_begin, {}},
+                {statement::fu_session, {req.owner, static_cast<std::int64_t>(req.ttl.count())}},
+                {wait == server_wait::none ? statement::fu_lock_nowait : statement::fu_lock,
+                 {req.name}},
+            };
+            return s->execute_batch(items);
+        } catch (const error& e) {
+            // Rolls back: after a lock timeout the transaction is still open (MariaDB 1205
+            // ends only the statement).
+            db.unpin(req.name, std::move(s));
+            if (e.code() == errc::timeout)
+                return std::nullopt;
+            db.rethrow_with_context(e);
+        }
+    }
+
 public:
     bool waits_server_side() const noexcept override { return true; }
 
@@ -59,36 +117,12 @@ public:
         int reserves = 0;
         std::int64_t reserve_from = 0; // a token the mark must cover with headroom
         for (;;) {
-            auto s = db.pin(req.name);
-            try {
-                db.reserve_tokens_on(*s, reserve_from);
-            } catch (const error& e) {
-                db.unpin(req.name, std::move(s));
-                db.rethrow_with_context(e);
-            }
+            auto s = pin_reserved(db, req, reserve_from);
             const auto sent = std::chrono::steady_clock::now();
-            std::vector<result> results;
-            try {
-                // Order matters: the wait applies to BEGIN on SQLite (lock file), and on
-                // PostgreSQL the session guards are transaction-local, so they follow BEGIN.
-                const batch_item items[] = {
-                    {statement::fu_wait, {static_cast<std::int64_t>(wait.count())}},
-                    {statement::fu_begin, {}},
-                    {statement::fu_session,
-                     {req.owner, static_cast<std::int64_t>(req.ttl.count())}},
-                    {wait == server_wait::none ? statement::fu_lock_nowait : statement::fu_lock,
-                     {req.name}},
-                };
-                results = s->execute_batch(items);
-            } catch (const error& e) {
-                db.unpin(req.name,
-                         std::move(s)); // rolls back: after a lock timeout the transaction
-                                        // is still open (MariaDB 1205 ends only the statement)
-                if (e.code() == errc::timeout)
-                    return std::nullopt; // held by someone else for all of `wait`
-                db.rethrow_with_context(e);
-            }
-            const auto& rows = results.back().rows;
+            auto results = send_lock_batch(db, req, s, wait);
+            if (!results)
+                return std::nullopt; // held by someone else for all of `wait`
+            const auto& rows = results->back().rows;
             if (rows.empty()) {
                 // No row to lock (a missing row locks nothing in PostgreSQL and only a gap in
                 // InnoDB): create it outside the transaction, then lock it.
@@ -135,11 +169,7 @@ public:
                         continue;
                     }
                 } else {
-                    // The lock itself carries no token (SQLite lock files): the name's row
-                    // first (status lists the lock by it; a no-op once it exists), then a
-                    // token, committed on its own so no later grant can ever get a smaller one.
-                    db.run(statement::fu_create_row, {req.name});
-                    token = column_int(db.run(statement::fu_next_token, {}).rows.at(0).at(0));
+                    token = draw_token(db, req);
                 }
                 db.cover_token_durably(token);
             } catch (...) {
