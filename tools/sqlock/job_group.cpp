@@ -314,6 +314,27 @@ private:
     std::size_t m_len = 0;
 };
 
+/// One wait of the guard's loop: until a child changed state (SIGCHLD), sqlock wrote on the
+/// link, a forwarded signal is due, or a timeout. False when sqlock's end of the link closed
+/// (sqlock is gone). Async-signal-safe, as everything in the guard.
+bool guard_wait(int link, pid_t job, bool command_done, pending_forwards& forwards,
+                link_reader& from_sqlock) noexcept {
+    pollfd fds[2] = {{link, POLLIN, 0}, {g_guard_chld_pipe[0], POLLIN, 0}};
+    // Waiting for the rest of the group after the command: look again every 20 ms. Never
+    // longer than a second, so that a SIGCHLD whose handler did not run costs at most that
+    // (ThreadSanitizer defers signals in this fork of a multi-threaded process: a guard
+    // that relied on the handler alone slept forever beside its reaped job's zombie).
+    const int forward_in = forwards.pass_on_due(job);
+    int timeout = command_done && (forward_in < 0 || forward_in > 20) ? 20 : forward_in;
+    if (timeout < 0 || timeout > 1000)
+        timeout = 1000;
+    poll(fds, 2, timeout);
+    char drain[64];
+    while (read(g_guard_chld_pipe[0], drain, sizeof drain) > 0) {
+    }
+    return fds[0].revents == 0 || from_sqlock.read(link, forwards);
+}
+
 /// The guard: forks the job, reports "J<pgid>", "S0" (stopped) and "E<status>" (the command
 /// exited and its group is empty) to sqlock, and when the link closes first, kills the group.
 [[noreturn]] void run_guard(int link, const job_spec& spec) noexcept {
@@ -378,20 +399,7 @@ private:
             send_message(link, 'E', *status);
             _exit(0);
         }
-        pollfd fds[2] = {{link, POLLIN, 0}, {g_guard_chld_pipe[0], POLLIN, 0}};
-        // Waiting for the rest of the group after the command: look again every 20 ms. Never
-        // longer than a second, so that a SIGCHLD whose handler did not run costs at most that
-        // (ThreadSanitizer defers signals in this fork of a multi-threaded process: a guard
-        // that relied on the handler alone slept forever beside its reaped job's zombie).
-        const int forward_in = forwards.pass_on_due(job);
-        int timeout = status && (forward_in < 0 || forward_in > 20) ? 20 : forward_in;
-        if (timeout < 0 || timeout > 1000)
-            timeout = 1000;
-        poll(fds, 2, timeout);
-        char drain[64];
-        while (read(g_guard_chld_pipe[0], drain, sizeof drain) > 0) {
-        }
-        if (fds[0].revents != 0 && !from_sqlock.read(link, forwards)) {
+        if (!guard_wait(link, job, status.has_value(), forwards, from_sqlock)) {
             // Closed: sqlock is gone.
             kill_group_and_wait(job);
             _exit(0);
