@@ -61,6 +61,15 @@ pid_t spawn_holder(const std::string& name, std::vector<std::string> extra = {},
     return test::spawn(argv, {"SQLOCK_URL=" + test::backend().url});
 }
 
+/// spawn_holder(name, extra) with a marker file, once its job runs (the lock is held); fails
+/// the test when it does not within 30 s.
+pid_t hold(const std::string& name, std::vector<std::string> extra = {}) {
+    const auto marker = test::backend().scratch_dir + "/" + name + ".holding";
+    const pid_t p = spawn_holder(name, std::move(extra), marker);
+    REQUIRE(test::eventually([&] { return std::filesystem::exists(marker); }, 30s));
+    return p;
+}
+
 void stop(pid_t p) {
     ::kill(-p, SIGTERM);
     test::wait_exit(p);
@@ -102,9 +111,7 @@ TEST_SUITE("status_truth") {
     TEST_CASE("status truth: held, then free, in text, JSON and Prometheus") {
         show_row_lock_holders();
         const auto name = unique_name("truth-held");
-        const auto holding = test::backend().scratch_dir + "/" + name + ".holding";
-        const pid_t holder = spawn_holder(name, {}, holding);
-        REQUIRE(test::eventually([&] { return std::filesystem::exists(holding); }, 30s));
+        const pid_t holder = hold(name);
         CHECK(
             cli({"run", name, "--strategy", strategy_name(), "--wait", "0", "--", "true"}).first ==
             75);
@@ -138,10 +145,8 @@ TEST_SUITE("status_truth") {
     TEST_CASE("status truth: three runs queued behind a holder are three waiters, in line") {
         show_row_lock_holders();
         const auto name = unique_name("truth-line");
-        const auto holding = test::backend().scratch_dir + "/" + name + ".holding";
         line_of_runs runs;
-        runs.pids.push_back(spawn_holder(name, {}, holding));
-        REQUIRE(test::eventually([&] { return std::filesystem::exists(holding); }, 30s));
+        runs.pids.push_back(hold(name));
         for (int i = 0; i < 3; ++i)
             runs.pids.push_back(spawn_holder(name));
         // Each waiter shows once it has reached the server's (or the queue file's) line. A
@@ -187,10 +192,8 @@ TEST_SUITE("status_truth") {
     TEST_CASE("status truth: a writer collecting reader slots waits; it holds once it has them") {
         show_row_lock_holders();
         const auto name = unique_name("truth-rw");
-        const auto reading = test::backend().scratch_dir + "/" + name + ".reading";
         const auto writing = test::backend().scratch_dir + "/" + name + ".writing";
-        const pid_t reader = spawn_holder(name, {"--shared"}, reading);
-        REQUIRE(test::eventually([&] { return std::filesystem::exists(reading); }, 30s));
+        const pid_t reader = hold(name, {"--shared"});
         const pid_t writer = spawn_holder(name, {"--exclusive"}, writing);
         // The writer holds its gate and takes the free slots, then waits for the reader's.
         REQUIRE(test::eventually(
@@ -234,9 +237,7 @@ TEST_SUITE("status_truth") {
 TEST_SUITE("status_truth_lease") {
     TEST_CASE("status truth: --expired lists a lease whose holder died, not a free row") {
         const auto dead = unique_name("truth-dead");
-        const auto holding = test::backend().scratch_dir + "/" + dead + ".holding";
-        const pid_t holder = spawn_holder(dead, {"--ttl", "1s"}, holding);
-        REQUIRE(test::eventually([&] { return std::filesystem::exists(holding); }, 30s));
+        const pid_t holder = hold(dead, {"--ttl", "1s"});
         // The OOM killer's way: the whole job at once, nothing released.
         ::kill(-holder, SIGKILL);
         test::wait_exit(holder);
@@ -269,9 +270,7 @@ TEST_SUITE("common") {
     TEST_CASE("a status loop beside 4 run --wait 0 changes none of their outcomes") {
         show_row_lock_holders();
         const auto name = unique_name("truth-loop");
-        const auto holding = test::backend().scratch_dir + "/" + name + ".holding";
-        const pid_t holder = spawn_holder(name, {}, holding);
-        REQUIRE(test::eventually([&] { return std::filesystem::exists(holding); }, 30s));
+        const pid_t holder = hold(name);
         CHECK(
             cli({"run", name, "--strategy", strategy_name(), "--wait", "0", "--", "true"}).first ==
             75);
