@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -173,7 +174,9 @@ std::set<std::string> socket_inodes(pid_t pid) {
 std::vector<int> server_client_ports(pid_t pid) {
     const auto inodes = socket_inodes(pid);
     const int port = server_port();
-    std::vector<int> out;
+    // By socket inode: the kernel reads these tables out in chunks, and while other tests open
+    // and close connections a chunk boundary can list the same socket twice.
+    std::map<std::string, int> port_of;
     for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
         std::ifstream in(table);
         std::string line;
@@ -186,9 +189,12 @@ std::vector<int> server_client_ports(pid_t pid) {
                 timeout >> inode;
             const auto remote_port = std::stoi(remote.substr(remote.rfind(':') + 1), nullptr, 16);
             if (remote_port == port && state == "01" && inodes.contains(inode)) // ESTABLISHED
-                out.push_back(std::stoi(local.substr(local.rfind(':') + 1), nullptr, 16));
+                port_of[inode] = std::stoi(local.substr(local.rfind(':') + 1), nullptr, 16);
         }
     }
+    std::vector<int> out;
+    for (const auto& [inode, local_port] : port_of)
+        out.push_back(local_port);
     return out;
 }
 
