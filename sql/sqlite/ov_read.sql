@@ -1,7 +1,7 @@
 -- sqlock: server-clock (last column: the server's wall clock, ms since the Unix epoch)
 -- optimistic_version, step 1: the row's version (token), holder, whether someone holds it,
 -- and what a waiter watches (lease_seq, ttl_ms); queue_busy is 0 (SQLite's waiters queue in a
--- file, src/core/fair_queue.hpp, before they read); deferred: which of sqlock's own locks $2,
+-- file, src/backends/sqlite/fair_queue.hpp, before they read); deferred: which of sqlock's own locks $2,
 -- $3 (a semaphore's queue, a shared mutex's writer gate; NULL: none) someone holds (1: $2,
 -- 2: $3).
 SELECT token, owner, hold_count, owner <> '', lease_seq, ttl_ms, 0,

@@ -2,8 +2,8 @@
 // src/backends/<backend>/; the core picks one by connection_config::kind.
 #pragma once
 
-#include "core/config.hpp"
-#include "core/session.hpp"
+#include "base/config.hpp"
+#include "base/session.hpp"
 #include "sqlock/error.hpp"
 
 #include <memory>

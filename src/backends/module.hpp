@@ -4,8 +4,8 @@
 // sqlock_backend_<name>(), that returns its backend_module.
 #pragma once
 
-#include "core/config.hpp"
-#include "core/session.hpp"
+#include "base/config.hpp"
+#include "base/session.hpp"
 #include "sqlock/version.hpp"
 
 #include <memory>

@@ -22,7 +22,7 @@
 // leaves a free row to someone in line (ov_read's queue_busy; on PostgreSQL a releaser asking
 // again at once otherwise beat the head, woken by NOTIFY, for seconds). The row stays the
 // lock: a lost seat costs time, never safety.
-#include "core/owner.hpp"
+#include "base/owner.hpp"
 #include "strategies/queue_seat.hpp"
 
 namespace sqlock::detail {

@@ -1,6 +1,6 @@
 #include "strategies/queue_seat.hpp"
 
-#include "core/database_impl.hpp"
+#include "database/database_impl.hpp"
 
 #include <algorithm>
 

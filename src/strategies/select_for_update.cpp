@@ -31,7 +31,7 @@
 // Waiting happens on the server (lock_timeout / innodb_lock_wait_timeout + max_statement_time /
 // busy_timeout), bounded by the caller's deadline and, per attempt, by half the I/O timeout so
 // that a long wait is never mistaken for a dead server.
-#include "core/owner.hpp"
+#include "base/owner.hpp"
 #include "strategies/strategy.hpp"
 
 #include <atomic>

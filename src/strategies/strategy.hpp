@@ -2,8 +2,8 @@
 // A strategy never sees backend types; dialect differences live in sql/<backend>/*.sql.
 #pragma once
 
-#include "core/database_impl.hpp"
-#include "core/sighting.hpp"
+#include "base/sighting.hpp"
+#include "database/database_impl.hpp"
 #include "sqlock/mutex.hpp"
 
 #include <array>
@@ -38,7 +38,7 @@ struct grant {
 /// (unique_key on PostgreSQL), given up when the call ends without the lock, and what it saw
 /// of the lease it waits for.
 struct attempt_state {
-    /// The lease held by someone else that this call waits for (core/sighting.hpp): dropped
+    /// The lease held by someone else that this call waits for (base/sighting.hpp): dropped
     /// once seen unchanged for its holder's TTL.
     std::optional<lease_sighting> sighting;
     std::shared_ptr<queue_seat> seat;

@@ -26,7 +26,7 @@
 // delays a takeover of an expired lease by at most that. SQLite waiters poll with jittered
 // backoff (and a waiter at the head of a queue behind a holder that did not queue polls too;
 // PostgreSQL: woken by LISTEN/NOTIFY).
-#include "core/owner.hpp"
+#include "base/owner.hpp"
 #include "strategies/queue_seat.hpp"
 
 namespace sqlock::detail {
@@ -60,7 +60,7 @@ std::optional<lock_row> inspect(database_impl& db, std::string_view name) {
 /// would stall this lock for a whole TTL. Otherwise notes what the reply showed of the lease
 /// held by someone else (PostgreSQL and MariaDB return the current row); where it returns none
 /// (SQLite: in process, no round trip) the row is read. Owner ids name one mutex object and
-/// thread (core/owner.hpp), so no other lock() can have made that row.
+/// thread (base/owner.hpp), so no other lock() can have made that row.
 std::optional<grant> adopt_or_note(database_impl& db, const lock_request& req, const result& res,
                                    attempt_state* state) {
     using std::chrono::milliseconds;

@@ -1,6 +1,6 @@
 #include "backend_fixture.hpp"
 
-#include "core/database_impl.hpp"
+#include "database/database_impl.hpp"
 
 #include <arpa/inet.h>
 #include <cerrno>

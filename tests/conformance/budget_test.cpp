@@ -3,7 +3,7 @@
 // Counted from the client side, per process: the TCP sockets a process has open to the server's
 // port, so other tests' connections do not disturb the count.
 #include "backend_fixture.hpp"
-#include "core/database_impl.hpp"
+#include "database/database_impl.hpp"
 
 #include <chrono>
 #include <cstdio>

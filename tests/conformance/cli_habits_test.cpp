@@ -4,8 +4,8 @@
 // lacks "--"; commands that only read never create an SQLite file; lock names printed with
 // their control characters escaped. Real `sqlock` processes throughout.
 #include "backend_fixture.hpp"
-#include "core/config.hpp"
-#include "core/database_impl.hpp"
+#include "base/config.hpp"
+#include "database/database_impl.hpp"
 
 #include <doctest/doctest.h>
 #include <filesystem>

@@ -7,7 +7,7 @@
 // many connections for role"; MariaDB: an account WITH MAX_USER_CONNECTIONS n, error 1226), so
 // that filling it starves no other test.
 #include "backend_fixture.hpp"
-#include "core/database_impl.hpp"
+#include "database/database_impl.hpp"
 
 #include <atomic>
 #include <chrono>

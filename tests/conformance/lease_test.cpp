@@ -1,7 +1,7 @@
 // The lease strategies (unique_key, optimistic_version): expiry and takeover, reaping, lost
 // locks, fencing; plus unique_key's statement budget.
 #include "backend_fixture.hpp"
-#include "core/database_impl.hpp"
+#include "database/database_impl.hpp"
 
 #include <atomic>
 #include <doctest/doctest.h>

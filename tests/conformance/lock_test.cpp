@@ -1,6 +1,6 @@
 // Lock semantics every strategy keeps on every backend (DESIGN.md §3).
 #include "backend_fixture.hpp"
-#include "core/database_impl.hpp"
+#include "database/database_impl.hpp"
 
 #include <atomic>
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // Operations: reaping, status, force-release, schema versions, and the CLI's JSON outputs.
 #include "backend_fixture.hpp"
-#include "core/database_impl.hpp"
+#include "database/database_impl.hpp"
 
 #include <algorithm>
 #include <atomic>

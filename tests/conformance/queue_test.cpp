@@ -7,7 +7,7 @@
 // instead (README): suite unique_key_queue runs on the servers only, unique_key_postgresql on
 // PostgreSQL only (tests/CMakeLists.txt).
 #include "backend_fixture.hpp"
-#include "core/database_impl.hpp"
+#include "database/database_impl.hpp"
 
 #include <atomic>
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // Renewal and the lost signal (every strategy, every backend).
 #include "backend_fixture.hpp"
-#include "core/database_impl.hpp"
+#include "database/database_impl.hpp"
 #include "tcp_relay.hpp"
 
 #include <atomic>

@@ -5,8 +5,8 @@
 // variables; a missing one is a FAILURE, never a skip. The fixture's server (db()) is the
 // cluster's primary / direct / first node.
 #include "backend_fixture.hpp"
-#include "core/database_impl.hpp"
-#include "core/session.hpp"
+#include "base/session.hpp"
+#include "database/database_impl.hpp"
 
 #include <cstdlib>
 #include <thread>

@@ -4,7 +4,7 @@
 // --url's password, and no message quoting it. Real processes: the CLI runs under `env -i`,
 // so that nothing of the test's own environment (whose URLs carry the password) reaches it.
 #include "backend_fixture.hpp"
-#include "core/config.hpp"
+#include "base/config.hpp"
 
 #include <algorithm>
 #include <doctest/doctest.h>

@@ -1,7 +1,7 @@
 // select_for_update specifics: the lock is a transaction on a pinned session (PostgreSQL,
 // MariaDB) or a write transaction on a per-name lock file (SQLite).
 #include "backend_fixture.hpp"
-#include "core/database_impl.hpp"
+#include "database/database_impl.hpp"
 
 #include <condition_variable>
 #include <doctest/doctest.h>

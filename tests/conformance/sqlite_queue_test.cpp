@@ -1,9 +1,9 @@
 // SQLite: calls that may wait queue in a side file beside the lock files
-// (src/core/fair_queue.hpp). Real processes (tests/support/contender.cpp) take places in line;
-// the test reads the queue's ticket counter to know who joined when, and stops or kills them.
+// (src/backends/sqlite/fair_queue.hpp). Real processes (tests/support/contender.cpp) take places in
+// line; the test reads the queue's ticket counter to know who joined when, and stops or kills them.
 // Suite fair_sqlite: SQLite only, every strategy (the queue sits in the shared lock loop).
 #include "backend_fixture.hpp"
-#include "core/database_impl.hpp"
+#include "database/database_impl.hpp"
 
 #include <atomic>
 #include <chrono>

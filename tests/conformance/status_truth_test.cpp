@@ -2,7 +2,7 @@
 // the strategy under test, in text, JSON and Prometheus; and a status loop never changes the
 // outcome of a `run --wait 0` beside it (status takes no lock of its own).
 #include "backend_fixture.hpp"
-#include "core/database_impl.hpp"
+#include "database/database_impl.hpp"
 
 #include <atomic>
 #include <csignal>

@@ -3,7 +3,7 @@
 // while a migration the contract allows (additive, "compatible-from" this library's version) is
 // applied above it, and refuses, naming both versions, tables that need a newer library.
 #include "backend_fixture.hpp"
-#include "core/database_impl.hpp"
+#include "database/database_impl.hpp"
 
 #include <atomic>
 #include <doctest/doctest.h>

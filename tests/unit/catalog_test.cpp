@@ -1,6 +1,6 @@
 // Every statement and migration exists for every backend (SQL is data; this keeps it whole).
-#include "core/embedded.hpp"
-#include "core/statements.hpp"
+#include "base/embedded.hpp"
+#include "base/statements.hpp"
 
 #include <doctest/doctest.h>
 #include <string>

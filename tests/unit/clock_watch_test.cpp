@@ -1,4 +1,4 @@
-#include "core/clock_watch.hpp"
+#include "base/clock_watch.hpp"
 
 #include <doctest/doctest.h>
 #include <vector>

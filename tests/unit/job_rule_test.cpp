@@ -1,5 +1,5 @@
 // The slot rule of sqlock::job as arithmetic: the skew window, the boundary, takeover.
-#include "core/job_rule.hpp"
+#include "locks/job_rule.hpp"
 
 #include <algorithm>
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
 #include "backends/backend.hpp"
-#include "core/sql_text.hpp"
+#include "base/sql_text.hpp"
 
 #include <doctest/doctest.h>
 #include <sqlock/error.hpp>

@@ -1,4 +1,4 @@
-#include "core/config.hpp"
+#include "base/config.hpp"
 
 #include <doctest/doctest.h>
 #include <sqlock/database.hpp>

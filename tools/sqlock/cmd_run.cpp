@@ -5,6 +5,7 @@
 #include "job_group.hpp"
 #include "lock_watch.hpp"
 #include "wait_progress.hpp"
+#include "wakeup_pipe.hpp"
 
 #include <algorithm>
 #include <charconv>

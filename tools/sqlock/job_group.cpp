@@ -8,6 +8,8 @@
 // async-signal-safe calls there (no allocation, no locks, no stdio).
 #include "job_group.hpp"
 
+#include "wakeup_pipe.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -31,7 +33,6 @@ namespace sqlock::cli {
 
 namespace {
 
-int g_wakeup_pipe[2] = {-1, -1};      ///< the lost signal and SIGCHLD wake sqlock's wait
 volatile sig_atomic_t g_job_pgid = 0; ///< the job's group, once the guard has said it
 volatile sig_atomic_t g_link = -1;    ///< sqlock's end of the link to the guard, meanwhile
 int g_guard_chld_pipe[2] = {-1, -1};  ///< in the guard: SIGCHLD and signals wake its wait
@@ -103,9 +104,7 @@ long guard_got_ms(int sig) noexcept {
 }
 
 void wake_on_sigchld(int) {
-    const int saved = errno;
-    write_byte(g_wakeup_pipe[1], 'c');
-    errno = saved;
+    wake_job_supervisor('c');
 }
 
 void guard_wake_on_sigchld(int) {
@@ -664,24 +663,13 @@ int follow_job(int link, pid_t guard, int tty, const job_limits& limits, lock_wa
                                                     : std::min(timeout_ms, poll_timeout(*at));
             }
         }
-        pollfd fds[2] = {{g_wakeup_pipe[0], POLLIN, 0}, {link, POLLIN, 0}};
+        pollfd fds[2] = {{wakeup_fd(), POLLIN, 0}, {link, POLLIN, 0}};
         poll(fds, 2, timeout_ms);
-        char drain[64];
-        while (read(g_wakeup_pipe[0], drain, sizeof drain) > 0) {
-        }
+        drain_wakeups();
     }
 }
 
 } // namespace
-
-void open_wakeup_pipe() {
-    if (pipe2(g_wakeup_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-        throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-}
-
-void wake_job_supervisor() noexcept {
-    write_byte(g_wakeup_pipe[1], 'l');
-}
 
 int run_job_group(const std::vector<std::string>& exec, const std::vector<std::string>& env,
                   const job_limits& limits, lock_watch& watch, std::string& failure) {

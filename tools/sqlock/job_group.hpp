@@ -10,13 +10,6 @@
 
 namespace sqlock::cli {
 
-/// Makes the pipe that wakes run_job_group() when the lock is lost; call once before it.
-/// Throws std::runtime_error when the pipe cannot be made.
-void open_wakeup_pipe();
-
-/// Wakes a running run_job_group() (another thread's lost signal). Async-signal-safe.
-void wake_job_supervisor() noexcept;
-
 /// How the job is stopped when its lock is at risk (see run_job_group).
 struct job_limits {
     std::chrono::milliseconds grace{};       ///< from SIGTERM to SIGKILL

@@ -1,6 +1,6 @@
 #include "lock_watch.hpp"
 
-#include "job_group.hpp"
+#include "wakeup_pipe.hpp"
 
 #include <algorithm>
 

@@ -2,7 +2,7 @@
 // prepared statements cached per statement id, strict SQL mode, UTC session time zone.
 #include "backends/backend.hpp"
 #include "backends/module.hpp"
-#include "core/sql_text.hpp"
+#include "base/sql_text.hpp"
 
 #include <algorithm>
 #include <array>

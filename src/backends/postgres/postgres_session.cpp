@@ -20,8 +20,8 @@
 //   - after the first failure the later items do not run.
 #include "backends/backend.hpp"
 #include "backends/module.hpp"
-#include "core/owner.hpp"
-#include "core/session.hpp"
+#include "base/owner.hpp"
+#include "base/session.hpp"
 
 #include <algorithm>
 #include <array>

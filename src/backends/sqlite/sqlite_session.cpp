@@ -1,7 +1,7 @@
 // SQLite backend: one sqlite3 connection per session, WAL, busy timeout, cached statements.
 #include "backends/backend.hpp"
 #include "backends/module.hpp"
-#include "core/sql_text.hpp"
+#include "base/sql_text.hpp"
 
 #include <array>
 #include <cctype>

@@ -1,0 +1,430 @@
+// Operations on the lock table: list, find, reap, force release, recorded clock steps, and
+// the fencing condition for a caller's own SQL.
+#include "backends/sqlite/fair_queue.hpp"
+#include "base/owner.hpp"
+#include "database/database_impl.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <map>
+#include <tuple>
+
+namespace sqlock {
+
+std::string database::fencing_condition(std::string_view name_placeholder,
+                                        std::string_view token_placeholder) const {
+    const std::string name(name_placeholder);
+    const std::string token(token_placeholder);
+    if (backend() == backend_kind::sqlite) {
+        // No clock: a lease is its holder's until a waiter dropped it (schema 7).
+        return "EXISTS (SELECT 1 FROM " + m_impl->expand("{locks}") + " WHERE name = " + name +
+               " AND token = " + token + " AND owner <> '')";
+    }
+    const std::string call = m_impl->expand("{holds}") + "(" + name + ", " + token + ")";
+    return backend() == backend_kind::mysql ? call + " = 1" : call;
+}
+
+namespace {
+
+/// One row of list_locks / find_lock.
+lock_info lock_info_of(const detail::row& r) {
+    lock_info info;
+    info.name = r.at(0).value_or("");
+    info.owner = r.at(1).value_or("");
+    info.host = r.at(2).value_or("");
+    info.pid = detail::column_int(r.at(3));
+    info.strategy = r.at(4).value_or("");
+    info.token = detail::column_int(r.at(5));
+    info.hold_count = detail::column_int(r.at(6));
+    info.acquired_at = r.at(7).value_or("");
+    info.expires_at = r.at(8).value_or("");
+    info.expires_in = std::chrono::milliseconds(detail::column_int(r.at(9)));
+    info.held_for = info.owner.empty() ? std::chrono::milliseconds(0)
+                                       : std::chrono::milliseconds(detail::column_int(r.at(10)));
+    return info;
+}
+
+/// SQLite: the callers waiting in each lock's queue file (fair_queue.hpp), first in line
+/// first. The file tells their order, not who they are or since when.
+void add_queued_tickets(detail::database_impl& db, std::vector<lock_info>& locks) {
+    for (auto& l : locks) {
+        const auto tickets =
+            detail::tickets_in_line(detail::queue_file_for(db.lock_file_for(l.name)));
+        std::int64_t position = 0;
+        for (const auto t : tickets)
+            l.waiters.push_back({"ticket " + std::to_string(t), std::nullopt, ++position});
+    }
+}
+
+/// "host:pid" of an owner id ("host:pid:nonce/handle.thread") or of PostgreSQL's
+/// application_name ("sqlock host:pid", or an owner id while a lock session locks).
+std::string_view host_and_pid(std::string_view id) {
+    if (id.starts_with("sqlock "))
+        id.remove_prefix(7);
+    const auto colon = id.find(':');
+    const auto end = colon == std::string_view::npos ? colon : id.find(':', colon + 1);
+    return id.substr(0, std::min(end, id.find('/')));
+}
+
+/// Whether a session that list_waiters reports as `who` belongs to the process that holds
+/// lease `l`: PostgreSQL names sessions "sqlock host:pid", MariaDB's connector "pid N".
+bool holders_session(backend_kind kind, std::string_view who, const lock_info& l) {
+    if (l.owner.empty())
+        return false;
+    if (kind == backend_kind::postgresql)
+        return host_and_pid(who) == host_and_pid(l.owner);
+    return who == "pid " + std::to_string(l.pid);
+}
+
+/// PostgreSQL and MariaDB: the waiters list_waiters finds, per name, first in line first. A
+/// session that has a name's queue (granted) is the lease's holder or the next in line: a
+/// waiter unless it is the holder's process. Waiters the server hides mark the rows instead.
+void add_server_waiters(detail::database_impl& db, backend_kind kind,
+                        std::vector<lock_info>& locks) {
+    detail::result res;
+    try {
+        res = db.run(detail::statement::list_waiters, {});
+    } catch (const error&) {
+        // No right to read the server's lock views: say so rather than fail the listing.
+        for (auto& l : locks)
+            l.waiters_hidden = l.waiters.empty() && l.strategy != "select_for_update";
+        return;
+    }
+    std::map<std::string, std::vector<const detail::row*>, std::less<>> by_name;
+    bool hidden = false;
+    for (const auto& r : res.rows) {
+        if (r.at(0))
+            by_name[*r.at(0)].push_back(&r);
+        else
+            hidden = true;
+    }
+    for (auto& l : locks) {
+        if (hidden && l.strategy != "select_for_update")
+            l.waiters_hidden = true;
+        const auto found = by_name.find(l.name);
+        if (found == by_name.end())
+            continue;
+        for (const auto* r : found->second) {
+            const std::string app = r->at(2).value_or("");
+            if (detail::column_int(r->at(4)) == 1 && holders_session(kind, app, l))
+                continue;
+            const std::string session = std::to_string(detail::column_int(r->at(1)));
+            std::string who =
+                kind == backend_kind::postgresql ? "session " + session : "connection " + session;
+            if (!app.empty())
+                who += " (" + app + ")";
+            l.waiters.push_back({std::move(who),
+                                 std::chrono::milliseconds(detail::column_int(r->at(3))),
+                                 static_cast<std::int64_t>(l.waiters.size() + 1)});
+        }
+    }
+}
+
+/// select_for_update rows whose holder list_locks cannot see (MariaDB, SQLite): asks the
+/// server's lock monitor (MariaDB) or the lock files (SQLite), taking no lock; rows it cannot
+/// tell about are marked holder_hidden. PostgreSQL's list_locks finds the holder itself.
+void reveal_row_lock_holders(detail::database_impl& db, backend_kind kind,
+                             std::vector<lock_info>& locks) {
+    const auto transactional = [](const lock_info& l) {
+        return l.strategy == "select_for_update";
+    };
+    if (kind == backend_kind::postgresql || std::none_of(locks.begin(), locks.end(), transactional))
+        return;
+    const auto found_held = [](lock_info& l, std::string who) {
+        l.owner = std::move(who);
+        l.acquired_at.clear(); // the row's times are its creation's, not the hold's
+        l.held_for = std::chrono::milliseconds(0);
+    };
+    auto s = db.checkout();
+    if (kind == backend_kind::sqlite) {
+        for (auto& l : locks) {
+            if (!transactional(l))
+                continue;
+            const auto holder = s->lock_file_holder(db.lock_file_for(l.name));
+            if (!holder) {
+                l.holder_hidden = true;
+            } else if (*holder > 0) {
+                // A lock file is local to its host: the holder is a process of this one.
+                found_held(l, detail::this_process().host + ":" + std::to_string(*holder));
+                l.host = detail::this_process().host;
+                l.pid = *holder;
+            } else if (*holder < 0) {
+                found_held(l, "a process holding its lock file");
+            }
+        }
+        return;
+    }
+    std::string table = db.expand("{locks}");
+    std::erase_if(table, [](char c) { return c == '`' || c == '"'; });
+    const auto reports = s->row_locks(table);
+    for (auto& l : locks) {
+        if (!transactional(l))
+            continue;
+        if (!reports) {
+            l.holder_hidden = true;
+            continue;
+        }
+        for (const auto& r : *reports) {
+            if (r.key_length != l.name.size() || !std::string_view(l.name).starts_with(r.key))
+                continue;
+            const std::string who = "connection " + std::to_string(r.session_id);
+            const std::string pid =
+                r.client_pid > 0 ? " (pid " + std::to_string(r.client_pid) + ")" : "";
+            if (r.waiting) {
+                l.waiters.push_back(
+                    {who + pid, std::chrono::milliseconds(r.waited_ms), std::nullopt});
+            } else {
+                found_held(l, who); // the owner id is the session; the pid is the client's
+                l.pid = r.client_pid;
+            }
+        }
+        // InnoDB grants a row's lock requests in the order they came: longest waiting first.
+        std::stable_sort(l.waiters.begin(), l.waiters.end(),
+                         [](const auto& a, const auto& b) { return a.waited_for > b.waited_for; });
+        std::int64_t position = 0;
+        for (auto& w : l.waiters)
+            w.position = ++position;
+    }
+}
+
+} // namespace
+
+std::vector<lock_info> database::list() {
+    const auto res = m_impl->run(detail::statement::list_locks, {});
+    std::vector<lock_info> out;
+    out.reserve(res.rows.size());
+    for (const auto& r : res.rows)
+        out.push_back(lock_info_of(r));
+    reveal_row_lock_holders(*m_impl, backend(), out);
+    if (backend() == backend_kind::sqlite)
+        add_queued_tickets(*m_impl, out);
+    else if (!out.empty())
+        add_server_waiters(*m_impl, backend(), out);
+    // A semaphore's or shared_mutex's locks together, in a reader's order: its writer gate,
+    // then its permits by number ("permit 2" before "permit 10"), then its queue. Names compare
+    // as bytes, the same on every backend (an ORDER BY follows the database's collation).
+    const auto order = [](const lock_info& l) {
+        const auto role = l.role();
+        const auto space = role.find(' ');
+        std::int64_t rank = role.empty() ? -2 : -1; // a mutex; a role without a number (writer)
+        if (space != std::string_view::npos) {
+            const auto what = role.substr(space + 1);
+            std::int64_t k = 0;
+            const auto [end, ec] = std::from_chars(what.data(), what.data() + what.size(), k);
+            rank = ec == std::errc{} && end == what.data() + what.size()
+                       ? k
+                       : std::numeric_limits<std::int64_t>::max(); // the queue
+        }
+        return std::tuple(l.primitive_name(), rank, role);
+    };
+    std::stable_sort(out.begin(), out.end(),
+                     [&](const lock_info& a, const lock_info& b) { return order(a) < order(b); });
+    return out;
+}
+
+std::size_t database::reap(std::size_t batch) {
+    reap_options options;
+    options.batch = batch;
+    return reap(options).deleted;
+}
+
+reap_result database::reap(const reap_options& options) {
+    if (options.batch == 0)
+        throw error(errc::invalid_argument, "reap batch size must be at least 1");
+    if (options.older_than.count() < 0)
+        throw error(errc::invalid_argument, "reap grace (older_than) must not be negative");
+    if (options.keep_history < std::chrono::hours(24))
+        throw error(errc::invalid_argument,
+                    "run-ledger retention (keep_history) must be at least one day");
+    const auto grace = static_cast<std::int64_t>(options.older_than.count());
+    const auto keep = static_cast<std::int64_t>(options.keep_history.count());
+    reap_result out;
+    if (options.dry_run) {
+        const auto res = m_impl->run(detail::statement::count_expired, {grace});
+        out.expired = static_cast<std::size_t>(detail::column_int(res.rows.at(0).at(0)));
+        if (options.prune_history) {
+            const auto hist = m_impl->run(detail::statement::job_prune_count, {keep});
+            out.history_expired =
+                static_cast<std::size_t>(detail::column_int(hist.rows.at(0).at(0)));
+        }
+        out.batches = 1;
+        return out;
+    }
+    if (options.settle.count() < 0)
+        throw error(errc::invalid_argument, "reap settle time must not be negative");
+    const auto batch = static_cast<std::int64_t>(std::min<std::size_t>(options.batch, 1'000'000));
+    for (;;) { // free (released) rows: deleting them never ends anyone's lock
+        const auto res = m_impl->run_reap(detail::statement::reap_expired, {batch, grace});
+        ++out.batches;
+        out.deleted += res.affected_rows;
+        if (res.affected_rows < static_cast<std::uint64_t>(batch))
+            break;
+    }
+    m_impl->reap_stale_leases(batch, grace, options.settle, out);
+    while (options.prune_history) { // the run ledger (sqlock::job), the same bounded batches
+        const auto res = m_impl->run_reap(detail::statement::job_prune, {batch, keep});
+        ++out.batches;
+        out.history_deleted += res.affected_rows;
+        if (res.affected_rows < static_cast<std::uint64_t>(batch))
+            break;
+    }
+    return out;
+}
+
+detail::result detail::database_impl::run_reap(statement id, std::initializer_list<param> params) {
+    for (int tries = 1;; ++tries) {
+        try {
+            return run(id, params);
+        } catch (const error& e) {
+            if (e.code() != errc::conflict || tries >= 5)
+                throw;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2 * tries)); // let the winner finish
+    }
+}
+
+void detail::database_impl::reap_stale_leases(std::int64_t batch, std::int64_t grace,
+                                              std::chrono::milliseconds settle, reap_result& out) {
+    using clock = std::chrono::steady_clock;
+    const auto give_up = clock::now() + settle;
+    std::lock_guard guard(m_reap_mutex); // one pass at a time per handle: one set of sightings
+    for (;;) {
+        const auto candidates = run_reap(statement::reap_candidates, {batch, grace});
+        ++out.batches;
+        const auto now = clock::now();
+        std::map<std::string, lease_sighting> seen;
+        for (const auto& r : candidates.rows) {
+            const auto name = r.at(0).value_or("");
+            std::optional<lease_sighting> sighting;
+            if (const auto it = m_reap_sightings.find(name); it != m_reap_sightings.end())
+                sighting = it->second;
+            const auto ttl = std::chrono::milliseconds(column_int(r.at(3)));
+            observe(sighting, column_int(r.at(1)), column_int(r.at(2)), ttl,
+                    std::chrono::milliseconds(std::max<std::int64_t>(ttl.count(), 1)), now);
+            seen.emplace(name, *sighting);
+        }
+        m_reap_sightings = seen; // leases renewed, released or gone are forgotten
+        clock::time_point next = clock::time_point::max();
+        std::size_t waiting = 0;
+        bool dropped_any = false;
+        for (const auto& [name, sighting] : seen) {
+            if (now < stale_after(sighting)) {
+                ++waiting;
+                next = std::min(next, stale_after(sighting));
+                continue;
+            }
+            const auto res = run_reap(statement::drop_stale_lease,
+                                      {std::string_view(name), sighting.token, sighting.lease_seq});
+            ++out.batches;
+            out.deleted += res.affected_rows;
+            dropped_any = true;
+            m_reap_sightings.erase(name);
+        }
+        out.deferred = waiting;
+        const bool full = candidates.rows.size() >= static_cast<std::size_t>(batch);
+        if (full && dropped_any)
+            continue; // the next page
+        if (waiting == 0 || next > give_up)
+            return; // done, or the rest settles in a later pass of this handle
+        std::this_thread::sleep_until(next);
+    }
+}
+
+std::optional<lock_info> database::find(std::string_view name) {
+    const auto res = m_impl->run(detail::statement::find_lock, {name});
+    if (res.rows.empty())
+        return std::nullopt;
+    std::vector<lock_info> one{lock_info_of(res.rows.front())};
+    reveal_row_lock_holders(*m_impl, backend(), one);
+    return std::move(one.front());
+}
+
+force_release_result database::force_release(std::string_view name, std::string_view actor) {
+    using detail::statement;
+    force_release_result out;
+    auto s = m_impl->checkout();
+    try {
+        const auto before = s->execute(statement::inspect_lock, {name});
+        if (before.rows.empty())
+            return out;
+        out.previous_owner = before.rows[0].at(0).value_or("");
+        out.previous_token = detail::column_int(before.rows[0].at(1));
+        out.strategy = before.rows[0].at(4).value_or("");
+        if (out.strategy == "select_for_update") {
+            if (backend() == backend_kind::sqlite) {
+                // The lock is a process's write lock on the name's lock file: nothing from
+                // outside that process can end it but ending the process.
+                const auto holder = s->lock_file_holder(m_impl->lock_file_for(name));
+                if (holder && *holder == 0)
+                    return out; // nobody holds it: nothing to release
+                throw error(errc::unsupported,
+                            "cannot force-release select_for_update lock \"" + std::string(name) +
+                                "\" on sqlite: it is a write lock on its lock file, held by " +
+                                (holder && *holder > 0
+                                     ? "process " + std::to_string(*holder) + " on this host"
+                                     : std::string("a process of this host")) +
+                                "; end that process to release it");
+            }
+            if (backend() != backend_kind::postgresql)
+                throw error(errc::unsupported,
+                            "cannot force-release select_for_update lock \"" + std::string(name) +
+                                "\" on " + std::string(to_string(backend())) +
+                                ": the server does not say which session holds it; end the "
+                                "holder process (or KILL its mutex::server_session_id())");
+            const auto ended = s->execute(statement::fu_terminate_holder, {name});
+            out.sessions_ended = ended.rows.size();
+            out.released = out.sessions_ended > 0;
+            if (out.released) // nothing ended: nothing happened, nothing to record
+                s->execute(statement::audit_record, {std::string_view("force_release"), name, actor,
+                                                     std::string_view(out.previous_owner),
+                                                     out.previous_token, out.previous_token});
+            return out;
+        }
+        s->begin();
+        // Read again inside the transaction: the owner and token reported are the ones freed.
+        const auto held = s->execute(statement::inspect_lock, {name});
+        if (!held.rows.empty()) {
+            out.previous_owner = held.rows[0].at(0).value_or("");
+            out.previous_token = detail::column_int(held.rows[0].at(1));
+        }
+        // Only a held row is freed (an expired holder's too: its token moves past the old
+        // grant). A free row has nobody to fence off: no token bump, no audit row.
+        const auto freed = s->execute(statement::force_release, {name});
+        if (freed.affected_rows == 0) {
+            s->rollback();
+            out.new_token = out.previous_token;
+            return out;
+        }
+        const auto after = s->execute(statement::inspect_lock, {name});
+        out.new_token = after.rows.empty() ? 0 : detail::column_int(after.rows[0].at(1));
+        s->execute(statement::audit_record,
+                   {std::string_view("force_release"), name, actor,
+                    std::string_view(out.previous_owner), out.previous_token, out.new_token});
+        s->commit();
+        out.released = true;
+        // Waiters polling this name in this process can go at once.
+        m_impl->wakeups().wake(std::string(name));
+        return out;
+    } catch (const error& e) {
+        s->rollback();
+        m_impl->rethrow_with_context(e);
+    }
+}
+
+std::vector<clock_step_record> database::clock_steps(std::size_t limit) {
+    const auto res = m_impl->run(detail::statement::list_clock_steps,
+                                 {static_cast<std::int64_t>(std::max<std::size_t>(limit, 1))});
+    std::vector<clock_step_record> out;
+    for (const auto& r : res.rows)
+        out.push_back({r.at(0).value_or(""), r.at(1).value_or(""),
+                       std::chrono::milliseconds(detail::column_int(r.at(2))),
+                       std::chrono::milliseconds(detail::column_int(r.at(3)))});
+    return out;
+}
+
+std::uint64_t database::clock_steps_noticed() const noexcept {
+    return m_impl->clock_steps_seen().steps;
+}
+
+} // namespace sqlock

@@ -1,0 +1,116 @@
+// The connection pool: sessions are opened on demand up to pool_size and handed back
+// when a statement or a caller is done with them.
+#include "backends/module.hpp"
+#include "database/database_impl.hpp"
+
+namespace sqlock::detail {
+
+pooled_session::~pooled_session() {
+    if (m_session)
+        m_owner->give_back(std::move(m_session));
+}
+
+void pooled_session::discard() noexcept {
+    if (!m_session)
+        return;
+    m_session.reset();
+    m_owner->forget_session();
+}
+
+std::unique_ptr<session> database_impl::open_session() {
+    return connect_checked(m_config);
+}
+
+pooled_session database_impl::checkout() {
+    std::unique_lock lock(m_pool_mutex);
+    const auto deadline = std::chrono::steady_clock::now() + m_options.connect_timeout;
+    while (m_idle.empty() && m_open >= m_options.pool_size) {
+        if (m_pool_cv.wait_until(lock, deadline) == std::cv_status::timeout && m_idle.empty() &&
+            m_open >= m_options.pool_size)
+            throw error(errc::timeout,
+                        "all " + std::to_string(m_options.pool_size) + " pooled connections to " +
+                            m_config.redacted_url + " stayed busy for " +
+                            std::to_string(m_options.connect_timeout.count()) +
+                            " ms (raise connect_options::pool_size?)",
+                        std::string(to_string(m_config.kind)));
+    }
+    if (!m_idle.empty()) {
+        auto s = std::move(m_idle.back());
+        m_idle.pop_back();
+        return pooled_session(this, std::move(s));
+    }
+    ++m_open; // reserve the slot, connect outside the lock
+    lock.unlock();
+    try {
+        return pooled_session(this, open_session());
+    } catch (...) {
+        lock.lock();
+        --m_open;
+        m_pool_cv.notify_one();
+        throw;
+    }
+}
+
+void database_impl::forget_session() noexcept {
+    std::lock_guard lock(m_pool_mutex);
+    --m_open;
+    m_pool_cv.notify_one();
+}
+
+void database_impl::give_back(std::unique_ptr<session> s) noexcept {
+    s->unlisten(); // a waiter's session: a pooled one must not collect every release
+    std::vector<std::unique_ptr<session>> dropped; // closed outside the lock
+    {
+        std::lock_guard lock(m_pool_mutex);
+        if (s->usable()) {
+            m_idle.push_back(std::move(s));
+        } else {
+            --m_open;
+            dropped = take_idle_sessions_locked();
+        }
+        m_pool_cv.notify_all();
+    }
+}
+
+void database_impl::session_broke() noexcept {
+    std::vector<std::unique_ptr<session>> dropped; // closed outside the lock
+    std::lock_guard lock(m_pool_mutex);
+    dropped = take_idle_sessions_locked();
+    m_pool_cv.notify_all();
+}
+
+std::vector<std::unique_ptr<session>> database_impl::take_idle_sessions_locked() noexcept {
+    // A session that broke (its server crashed, restarted or failed over, or a network path
+    // died) says the idle ones, opened to the same server, are most likely broken too: each
+    // would cost its next user a failed statement (a release, say, that then leaves its lease
+    // to expire). New sessions go wherever the URL leads now (the new primary of a host list).
+    std::vector<std::unique_ptr<session>> dropped;
+    if (m_config.kind == backend_kind::sqlite)
+        return dropped; // files do not fail over
+    try {
+        dropped.reserve(m_idle.size() + m_idle_holders.size());
+    } catch (...) {
+        return dropped; // out of memory: keep them, each is checked when used
+    }
+    m_open -= m_idle.size();
+    for (auto& idle : m_idle)
+        dropped.push_back(std::move(idle));
+    m_idle.clear();
+    for (auto& idle : m_idle_holders)
+        dropped.push_back(std::move(idle));
+    m_idle_holders.clear();
+    return dropped;
+}
+
+std::optional<pooled_session> database_impl::try_checkout_idle() noexcept {
+    std::lock_guard lock(m_pool_mutex);
+    // Keep one only while others can still get a session without waiting: another idle one,
+    // or room to open one.
+    if (m_idle.empty() || (m_idle.size() == 1 && m_open >= m_options.pool_size))
+        return std::nullopt;
+    auto s = std::move(m_idle.back());
+    m_idle.pop_back();
+    return pooled_session(this, std::move(s));
+}
+
+} // namespace sqlock::detail

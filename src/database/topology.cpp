@@ -1,0 +1,195 @@
+// Connecting to the right server of a replicated database, and refusing what cannot keep a
+// lock safe (DESIGN §9). Every new connection (pooled or a lock session) runs the backend's
+// `topology` statement once: a read-only standby or replica is refused, asynchronous
+// replicas are a warning (an error with require_synchronous_replication), and the latest
+// answer is kept for database::topology(), `sqlock status` and the select_for_update check.
+#include "backends/module.hpp"
+#include "database/database_impl.hpp"
+
+namespace sqlock::detail {
+
+namespace {
+
+std::string endpoint_text(const endpoint& e) {
+    return e.host.find(':') != std::string::npos ? "[" + e.host + "]:" + std::to_string(e.port)
+                                                 : e.host + ":" + std::to_string(e.port);
+}
+
+std::string plural(std::int64_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+} // namespace
+
+std::unique_ptr<session> database_impl::connect_checked(const connection_config& config) {
+    const auto& module = backend_for(config.kind);
+    // SQLite has no servers; PostgreSQL walks a host list itself (libpq, with
+    // target_session_attrs=read-write); so does anything with one host.
+    if (config.kind != backend_kind::mysql || config.endpoints.size() <= 1) {
+        m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
+        auto s = watched(module.open_session(config, m_catalog));
+        // Of several hosts libpq picked one: the server names itself.
+        const auto server =
+            config.endpoints.size() == 1 ? endpoint_text(config.endpoints.front()) : std::string();
+        if (const auto standby = check_topology(*s, server))
+            throw_read_only(*standby);
+        return s;
+    }
+    // MariaDB: each host in turn, in the URL's order; the first that accepts writes. A host
+    // whose connect or topology check fails (down, a Galera node not synced, 1047) is skipped.
+    std::string failures;
+    bool only_read_only = true; // every host refused for what it is, not for being unreachable
+    bool any_server_full = false;
+    for (const auto& e : config.endpoints) {
+        auto one = config;
+        one.host = e.host;
+        one.port = e.port;
+        try {
+            m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
+            auto s = watched(module.open_session(one, m_catalog));
+            const auto replica = check_topology(*s, endpoint_text(e));
+            if (!replica)
+                return s;
+            failures += "\n  " + *replica + ": a read-only replica";
+        } catch (const error& failed) {
+            only_read_only = only_read_only && failed.code() == errc::topology;
+            any_server_full = any_server_full || is_server_full(failed);
+            failures += "\n  " + endpoint_text(e) + ": " + failed.what();
+        }
+    }
+    if (only_read_only)
+        throw error(
+            errc::topology,
+            "mysql: no server in " + config.redacted_url +
+                " can hold locks; they need a primary (a server that accepts writes):" + failures,
+            "mysql");
+    // Connection trouble on some host (a failover in progress, say): retryable, as for one host.
+    throw error(errc::connection,
+                "mysql: no server in " + config.redacted_url + " accepts writes:" + failures,
+                "mysql", any_server_full ? 1040 : 0);
+}
+
+[[noreturn]] void database_impl::throw_read_only(const std::string& server) const {
+    const bool pg = kind() == backend_kind::postgresql;
+    throw error(errc::topology,
+                std::string(to_string(kind())) + ": " + m_config.redacted_url + " reached " +
+                    server + ", a read-only " + (pg ? "standby" : "replica") +
+                    "; locks need the primary (the server that accepts writes). Put the primary "
+                    "in the URL, or list every node (" +
+                    (pg ? "postgresql" : "mysql") +
+                    "://user:pw@host1:port,host2:port/db) to connect to whichever accepts writes",
+                std::string(to_string(kind())));
+}
+
+std::optional<std::string> database_impl::check_topology(session& s, const std::string& endpoint) {
+    if (s.behind_transaction_pooler())
+        m_behind_pooler.store(true, std::memory_order_relaxed);
+    if (catalog().is_noop(statement::topology)) {
+        std::lock_guard lock(m_topology_mutex);
+        m_topology.server = m_config.path;
+        return std::nullopt;
+    }
+    result r;
+    try {
+        r = s.execute(statement::topology, {});
+    } catch (...) {
+        s.rollback(); // MariaDB lock sessions run with autocommit off
+        throw;
+    }
+    s.rollback();
+    if (r.rows.empty() || r.rows.front().size() < 5)
+        throw error(errc::backend, "the topology check returned no row",
+                    std::string(to_string(kind())));
+    const auto& answer = r.rows.front();
+    topology_info t;
+    t.server = answer[4] && !answer[4]->empty() ? *answer[4] : endpoint;
+    if (!endpoint.empty() && t.server != endpoint)
+        t.server = endpoint + " (" + t.server + ")";
+    // Galera (columns 5 and 6, MariaDB only): a node outside the primary component or not
+    // yet synced answers this query but refuses every lock statement with 1047.
+    const bool galera = answer.size() > 5 && answer[5].has_value();
+    if (galera && column_int(answer[5]) == 0)
+        throw error(errc::connection,
+                    std::string(to_string(kind())) + ": " + t.server +
+                        " is a Galera node that does not serve clients now (" +
+                        answer[6].value_or("state unknown") +
+                        "): it is not synced with a primary component. Another node can "
+                        "serve: list every node in the URL (mysql://user:pw@host1:port,"
+                        "host2:port/db)",
+                    std::string(to_string(kind())), 1047);
+    if (galera) {
+        m_galera.store(true, std::memory_order_relaxed); // no user-level locks: no queue
+        s.execute(statement::galera_session, {});
+    }
+    const bool read_only = column_int(answer[0]) != 0;
+    t.replicas = static_cast<int>(column_int(answer[1]));
+    t.synchronous = column_int(answer[2]) != 0;
+    t.cluster_nodes = std::max<int>(1, static_cast<int>(column_int(answer[3])));
+    const std::string where = std::string(to_string(kind())) + ": " + m_config.redacted_url;
+
+    if (read_only)
+        return t.server;
+    if (t.replicas > 0 && !t.synchronous) {
+        const std::string why =
+            t.server + " has " + plural(t.replicas, "replica", "replicas") +
+            ", none synchronous: a failover to one of them can lose grants this server "
+            "acknowledged (two holders of one lock, a fencing token handed out twice). " +
+            (kind() == backend_kind::postgresql
+                 ? "Set synchronous_standby_names (and synchronous_commit = on or remote_apply)"
+                 : "Use semi-synchronous replication with rpl_semi_sync_master_wait_point = "
+                   "AFTER_SYNC");
+        if (m_options.require_synchronous_replication)
+            throw error(errc::topology,
+                        where + ": " + why + " (refused: require_synchronous_replication is set)",
+                        std::string(to_string(kind())));
+        t.warnings.push_back("asynchronous replication: " + why);
+    }
+    t.transaction_pooler = s.behind_transaction_pooler();
+    if (t.transaction_pooler)
+        t.warnings.push_back("a pooler shares server connections between transactions "
+                             "(PgBouncer in transaction mode): waiters poll instead of being "
+                             "woken, and replies are bounded by TCP timeouts only (no "
+                             "statement_timeout); connect directly for prompt handoffs");
+    if (t.cluster_nodes > 1)
+        t.warnings.push_back("Galera cluster of " + std::to_string(t.cluster_nodes) +
+                             " nodes: select_for_update is refused (its row locks hold on one "
+                             "node only); unique_key and optimistic_version are certified "
+                             "cluster-wide");
+    std::lock_guard lock(m_topology_mutex);
+    m_topology = std::move(t);
+    return std::nullopt;
+}
+
+topology_info database_impl::topology() const {
+    std::lock_guard lock(m_topology_mutex);
+    return m_topology;
+}
+
+void database_impl::require_row_locks_safe() const {
+    int nodes = 1;
+    std::string server;
+    {
+        std::lock_guard lock(m_topology_mutex);
+        nodes = m_topology.cluster_nodes;
+        if (nodes > 1) // (runs at every acquire: copy only for the message)
+            server = m_topology.server;
+    }
+    if (nodes > 1)
+        throw error(errc::topology,
+                    std::string(to_string(kind())) + ": " + m_config.redacted_url + " reached " +
+                        server + ", a node of a Galera cluster of " + std::to_string(nodes) +
+                        " nodes: select_for_update cannot lock there (a row lock holds on one "
+                        "node only, so two nodes would grant the same lock). Use unique_key or "
+                        "optimistic_version: their writes are certified cluster-wide",
+                    std::string(to_string(kind())));
+}
+
+} // namespace sqlock::detail
+
+namespace sqlock {
+
+topology_info database::topology() const {
+    return m_impl->topology();
+}
+
+} // namespace sqlock
