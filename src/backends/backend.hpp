@@ -40,6 +40,9 @@ inline constexpr std::string_view mysql_full_hint =
 /// ..."). The server's untranslated (lc_messages C/English) texts are recognised.
 bool postgres_refused_for_capacity(std::string_view libpq_message) noexcept;
 
+/// The directory of a backend's embedded SQL: "sql/<dir>/", "migrations/<dir>/".
+std::string_view backend_dir(backend_kind kind) noexcept;
+
 /// Quotes an (already validated) identifier for the backend: "x" or `x`.
 std::string quote_identifier(backend_kind kind, std::string_view identifier);
 

@@ -129,49 +129,56 @@ endpoint parse_endpoint(std::string_view text, int default_port, const std::stri
     return e;
 }
 
-} // namespace
-
-connection_config parse_url(std::string_view url) {
-    connection_config cfg;
-    cfg.redacted_url = redact(url);
-    const std::string& shown = cfg.redacted_url;
-    if (url.empty())
-        bad_url(shown, "it is empty");
-
-    const auto colon = url.find(':');
-    if (colon == std::string_view::npos)
-        bad_url(shown, "no scheme");
-    const auto scheme = url.substr(0, colon);
-    if (scheme == "sqlite") {
-        cfg.kind = backend_kind::sqlite;
-        auto rest = url.substr(colon + 1);
-        if (rest.starts_with("//")) {
-            rest.remove_prefix(2);
-            if (!rest.starts_with("/"))
-                bad_url(shown, "sqlite:// must be followed by an absolute path (sqlite:///path)");
-        }
-        const auto query = rest.find('?');
-        cfg.path = percent_decode(rest.substr(0, query), shown);
-        if (cfg.path.empty())
-            bad_url(shown, "no database file path");
-        if (query != std::string_view::npos)
-            bad_url(shown, "sqlite URLs take no options");
-        return cfg;
+/// sqlite:PATH or sqlite:///ABSOLUTE-PATH (`rest`: after "sqlite:"): the file; no options.
+void read_file_target(connection_config& cfg, std::string_view rest, const std::string& shown) {
+    if (rest.starts_with("//")) {
+        rest.remove_prefix(2);
+        if (!rest.starts_with("/"))
+            bad_url(shown, "sqlite:// must be followed by an absolute path (sqlite:///path)");
     }
-    if (scheme == "postgresql" || scheme == "postgres") {
-        cfg.kind = backend_kind::postgresql;
-        cfg.port = 5432;
-    } else if (scheme == "mysql" || scheme == "mariadb") {
-        cfg.kind = backend_kind::mysql;
-        cfg.port = 3306;
-    } else {
-        bad_url(shown, "unknown scheme \"" + std::string(scheme.substr(0, 20)) +
-                           "\" (use postgresql, mysql, mariadb or sqlite)");
-    }
-    if (url.substr(colon, 3) != "://")
-        bad_url(shown, "expected \"://\" after the scheme");
-    auto rest = url.substr(colon + 3);
+    const auto query = rest.find('?');
+    cfg.path = percent_decode(rest.substr(0, query), shown);
+    if (cfg.path.empty())
+        bad_url(shown, "no database file path");
+    if (query != std::string_view::npos)
+        bad_url(shown, "sqlite URLs take no options");
+}
 
+/// host[:port] or [IPv6][:port], several separated by commas (a replicated database: the
+/// session goes to the one that accepts writes); cfg.port is the default port.
+void read_endpoints(connection_config& cfg, std::string_view authority, const std::string& shown) {
+    const int default_port = cfg.port;
+    while (true) {
+        const auto comma = authority.find(',');
+        cfg.endpoints.push_back(parse_endpoint(authority.substr(0, comma), default_port, shown));
+        if (comma == std::string_view::npos)
+            break;
+        authority = authority.substr(comma + 1);
+    }
+    if (cfg.endpoints.size() > max_endpoints)
+        bad_url(shown, "more than " + std::to_string(max_endpoints) + " hosts");
+    cfg.host = cfg.endpoints.front().host;
+    cfg.port = cfg.endpoints.front().port;
+}
+
+/// key=value&key=value: the connection options passed to the client library.
+void read_options(connection_config& cfg, std::string_view query, const std::string& shown) {
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const auto item = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+        if (item.empty())
+            continue;
+        const auto eq = item.find('=');
+        if (eq == std::string_view::npos || eq == 0)
+            bad_url(shown, "options must be key=value");
+        cfg.options.emplace_back(percent_decode(item.substr(0, eq), shown),
+                                 percent_decode(item.substr(eq + 1), shown));
+    }
+}
+
+/// user:password@hosts/database?options (`rest`: after "scheme://").
+void read_server_target(connection_config& cfg, std::string_view rest, const std::string& shown) {
     // Split off ?query first, then /database, leaving user:password@host:port.
     std::string_view query;
     if (const auto q = rest.find('?'); q != std::string_view::npos) {
@@ -187,7 +194,6 @@ connection_config parse_url(std::string_view url) {
         bad_url(shown, "no database name after the host");
     if (cfg.database.find('/') != std::string::npos)
         bad_url(shown, "database name contains '/'");
-
     if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
         const auto userinfo = authority.substr(0, at);
         authority = authority.substr(at + 1);
@@ -196,34 +202,44 @@ connection_config parse_url(std::string_view url) {
         if (c != std::string_view::npos)
             cfg.password = percent_decode(userinfo.substr(c + 1), shown);
     }
+    read_endpoints(cfg, authority, shown);
+    read_options(cfg, query, shown);
+}
 
-    // host[:port] or [IPv6][:port], several separated by commas (a replicated database: the
-    // session goes to the one that accepts writes).
-    const int default_port = cfg.port;
-    while (true) {
-        const auto comma = authority.find(',');
-        cfg.endpoints.push_back(parse_endpoint(authority.substr(0, comma), default_port, shown));
-        if (comma == std::string_view::npos)
-            break;
-        authority = authority.substr(comma + 1);
-    }
-    if (cfg.endpoints.size() > max_endpoints)
-        bad_url(shown, "more than " + std::to_string(max_endpoints) + " hosts");
-    cfg.host = cfg.endpoints.front().host;
-    cfg.port = cfg.endpoints.front().port;
+} // namespace
 
-    while (!query.empty()) {
-        const auto amp = query.find('&');
-        const auto item = query.substr(0, amp);
-        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-        if (item.empty())
-            continue;
-        const auto eq = item.find('=');
-        if (eq == std::string_view::npos || eq == 0)
-            bad_url(shown, "options must be key=value");
-        cfg.options.emplace_back(percent_decode(item.substr(0, eq), shown),
-                                 percent_decode(item.substr(eq + 1), shown));
+void apply_backend_options(connection_config& config, const connect_options& options) {
+    config.create_file = options.create_sqlite_file;
+}
+
+connection_config parse_url(std::string_view url) {
+    connection_config cfg;
+    cfg.redacted_url = redact(url);
+    const std::string& shown = cfg.redacted_url;
+    if (url.empty())
+        bad_url(shown, "it is empty");
+    const auto colon = url.find(':');
+    if (colon == std::string_view::npos)
+        bad_url(shown, "no scheme");
+    const auto scheme = url.substr(0, colon);
+    if (scheme == "sqlite") {
+        cfg.kind = backend_kind::sqlite;
+        read_file_target(cfg, url.substr(colon + 1), shown);
+        return cfg;
     }
+    if (scheme == "postgresql" || scheme == "postgres") {
+        cfg.kind = backend_kind::postgresql;
+        cfg.port = 5432;
+    } else if (scheme == "mysql" || scheme == "mariadb") {
+        cfg.kind = backend_kind::mysql;
+        cfg.port = 3306;
+    } else {
+        bad_url(shown, "unknown scheme \"" + std::string(scheme.substr(0, 20)) +
+                           "\" (use postgresql, mysql, mariadb or sqlite)");
+    }
+    if (url.substr(colon, 3) != "://")
+        bad_url(shown, "expected \"://\" after the scheme");
+    read_server_target(cfg, url.substr(colon + 3), shown);
     return cfg;
 }
 

@@ -27,9 +27,9 @@ struct endpoint {
 inline constexpr std::size_t max_endpoints = 16;
 
 struct connection_config {
-    backend_kind kind = backend_kind::sqlite;
-    std::string host; ///< server host (PostgreSQL, MySQL): the one to connect to
-    int port = 0;     ///< its port
+    backend_kind kind{}; ///< set by parse_url
+    std::string host;    ///< server host (PostgreSQL, MySQL): the one to connect to
+    int port = 0;        ///< its port
     /// Every server the URL lists, in order (PostgreSQL, MySQL): host/port is the first until
     /// a backend that tries them one by one sets it to the one it tries.
     std::vector<endpoint> endpoints;
@@ -56,6 +56,9 @@ struct connection_config {
 /// Parses a sqlock URL (see sqlock::connect). Throws errc::invalid_argument with a message
 /// that shows the redacted URL and says what is wrong.
 connection_config parse_url(std::string_view url);
+
+/// Copies the options that only some backends read into `config` (a local file's creation).
+void apply_backend_options(connection_config& config, const connect_options& options);
 
 /// `message` with the password field of every URL in it ("scheme://user:PASSWORD@host...")
 /// and every connection-string value "password=..." replaced by "***", found by structure, not

@@ -56,7 +56,7 @@ struct batch_item {
 /// instead of connect_timeout; past it they fail with errc::timeout (retryable). For a caller
 /// with a fairer place to wait: SQLite's busy handler sleeps and retries, so a process that
 /// writes back to back (a releaser asking again at once) can keep it out for seconds, while
-/// the name's waiter queue (fair_queue.hpp) puts that process behind. Backends without a
+/// the name's waiter queue (local_queue.hpp) puts that process behind. Backends without a
 /// database-wide write lock ignore it. Scopes nest; the innermost one counts.
 class busy_wait_limit {
 public:

@@ -124,7 +124,8 @@ enum class statement : std::size_t {
     job_prune_count,   ///< $1 keep_ms -> 1 row (count)
     topology,          ///< -> 1 row (read_only, replicas, synchronous, cluster_nodes, server),
                        ///<   run on every new connection (DESIGN §9)
-    galera_session,    ///< session settings for a Galera node, run after `topology` found one
+    cluster_session,   ///< session settings for a node of a multi-primary cluster (Galera), after
+                       ///< `topology` found one
     waiters_check,     ///< $1 name $2 name (either may be NULL) -> rows (name) of the two
                        ///<   whose lease is held: a semaphore's queue and a shared mutex's
                        ///<   writer gate (lock_request::defer_to), where the acquire's reply
@@ -196,7 +197,7 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "job_prune",
     "job_prune_count",
     "topology",
-    "galera_session",
+    "cluster_session",
     "waiters_check",
 };
 

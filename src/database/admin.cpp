@@ -1,6 +1,6 @@
 // Operations on the lock table: list, find, reap, force release, recorded clock steps, and
 // the fencing condition for a caller's own SQL.
-#include "backends/sqlite/fair_queue.hpp"
+#include "backends/local_queue.hpp"
 #include "base/owner.hpp"
 #include "database/database_impl.hpp"
 
@@ -45,7 +45,7 @@ lock_info lock_info_of(const detail::row& r) {
     return info;
 }
 
-/// SQLite: the callers waiting in each lock's queue file (fair_queue.hpp), first in line
+/// SQLite: the callers waiting in each lock's queue file (local_queue.hpp), first in line
 /// first. The file tells their order, not who they are or since when.
 void add_queued_tickets(detail::database_impl& db, std::vector<lock_info>& locks) {
     for (auto& l : locks) {

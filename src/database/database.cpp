@@ -15,22 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace sqlock {
-
-std::string_view to_string(backend_kind kind) noexcept {
-    switch (kind) {
-    case backend_kind::postgresql:
-        return "postgresql";
-    case backend_kind::mysql:
-        return "mysql";
-    case backend_kind::sqlite:
-        return "sqlite";
-    }
-    return "unknown";
-}
-
-} // namespace sqlock
-
 namespace sqlock::detail {
 
 std::string read_password_file(const std::string& path) {
@@ -83,31 +67,6 @@ std::string read_password_file(const std::string& path) {
     return password;
 }
 
-std::string quote_identifier(backend_kind kind, std::string_view identifier) {
-    // MySQL quotes with `...`, PostgreSQL and SQLite with "..."; the quote doubles inside.
-    const char quote = kind == backend_kind::mysql ? '`' : '"';
-    std::string out(1, quote);
-    for (const char c : identifier) {
-        if (c == quote)
-            out += quote;
-        out += c;
-    }
-    out += quote;
-    return out;
-}
-
-std::string_view backend_dir(backend_kind kind) noexcept {
-    switch (kind) {
-    case backend_kind::postgresql:
-        return "postgres";
-    case backend_kind::mysql:
-        return "mysql";
-    case backend_kind::sqlite:
-        return "sqlite";
-    }
-    return "";
-}
-
 std::int64_t column_int(const std::optional<std::string>& text) noexcept {
     std::int64_t v = 0;
     if (text)
@@ -138,8 +97,8 @@ database_impl::database_impl(connection_config config, const connect_options& op
         throw error(errc::invalid_argument, "clock_step_threshold must be positive");
     m_config.connect_timeout = m_options.connect_timeout;
     m_config.io_timeout = m_options.io_timeout;
-    m_config.create_file = m_options.create_sqlite_file;
-    if (m_config.kind == backend_kind::sqlite) {
+    apply_backend_options(m_config, m_options);
+    if (traits().lock_files) {
         // Lock files live beside the database under its canonical path: processes that name
         // one file by different paths (a symlinked directory, "./x.db") must share them, or a
         // select_for_update lock would not exclude across them. (Hard links are not resolved.)
@@ -303,7 +262,7 @@ const std::string& database::table_prefix() const noexcept {
 
 database connect(std::string_view url, const connect_options& options) {
     auto config = detail::parse_url(url);
-    if (!options.password_file.empty() && config.kind != backend_kind::sqlite) {
+    if (!options.password_file.empty() && !detail::traits_of(config.kind).local_file) {
         if (!config.password.empty())
             throw error(errc::invalid_argument,
                         "the database URL " + config.redacted_url +

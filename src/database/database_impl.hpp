@@ -1,6 +1,7 @@
 // Internal: what a sqlock::database handle shares — config, SQL catalog and connection pool.
 #pragma once
 
+#include "backends/traits.hpp"
 #include "base/clock_watch.hpp"
 #include "base/config.hpp"
 #include "base/session.hpp"
@@ -25,9 +26,6 @@
 namespace sqlock::detail {
 
 class database_impl;
-
-/// The directory of a backend's embedded SQL: "sql/<dir>/", "migrations/<dir>/".
-std::string_view backend_dir(backend_kind kind) noexcept;
 
 /// A session checked out of the pool; returned on destruction (dropped when broken).
 class pooled_session {
@@ -89,6 +87,8 @@ public:
     database_impl& operator=(const database_impl&) = delete;
 
     backend_kind kind() const noexcept { return m_config.kind; }
+    /// What the backend can do (backends/traits.hpp).
+    const backend_traits& traits() const noexcept { return traits_of(m_config.kind); }
     const connection_config& config() const noexcept { return m_config; }
     const connect_options& options() const noexcept { return m_options; }
     const sql_catalog& catalog() const noexcept { return m_catalog; }
@@ -207,30 +207,24 @@ public:
     /// True when `token` may be handed out without raising the durable mark first.
     bool token_covered(std::int64_t token) const noexcept;
 
-    /// PostgreSQL: every session is alike, so lock sessions come from the pool and go back to
-    /// it. Elsewhere lock sessions differ (MariaDB: autocommit off; SQLite: a lock file).
-    bool pools_lock_sessions() const noexcept { return kind() == backend_kind::postgresql; }
+    /// Every session is alike, so lock sessions come from the pool and go back to it.
+    /// Elsewhere lock sessions differ (autocommit off; a lock file).
+    bool pools_lock_sessions() const noexcept { return traits().pools_lock_sessions; }
     /// A lock session is a connection to the database itself, so statements for the lock's
-    /// row can run on it outside the lock's transaction (not SQLite's per-name lock files).
-    bool lock_sessions_reach_tables() const noexcept { return kind() != backend_kind::sqlite; }
-    /// Releases are announced to listening sessions (PostgreSQL NOTIFY); elsewhere waiters poll.
-    /// Not behind a transaction-mode pooler: LISTEN needs a session of its own.
+    /// row can run on it outside the lock's transaction (not per-name lock files).
+    bool lock_sessions_reach_tables() const noexcept { return !traits().lock_files; }
+    /// Releases are announced to listening sessions (NOTIFY); elsewhere waiters poll. Not
+    /// behind a transaction-mode pooler: LISTEN needs a session of its own.
     bool notifies_releases() const noexcept {
-        return kind() == backend_kind::postgresql && !behind_transaction_pooler();
+        return traits().notifies_releases && !behind_transaction_pooler();
     }
     /// unique_key waiters queue in the server (uk_queue_enter: a session-level lock per name,
-    /// held on a seat): PostgreSQL advisory locks, not behind a transaction-mode pooler;
-    /// MariaDB user-level locks (GET_LOCK), not on Galera (they hold on one node only and a
-    /// cluster refuses them). Elsewhere waiters poll.
+    /// held on a seat), not behind a transaction-mode pooler and not in a multi-primary
+    /// cluster (session-level locks hold on one node only, and the cluster refuses them).
+    /// Elsewhere waiters poll (or queue locally: traits().queues_waiters_locally).
     bool queues_waiters() const noexcept {
-        switch (kind()) {
-        case backend_kind::postgresql:
-            return !behind_transaction_pooler();
-        case backend_kind::mysql:
-            return !m_galera.load(std::memory_order_relaxed);
-        default:
-            return false;
-        }
+        return traits().queues_waiters_in_server && !behind_transaction_pooler() &&
+               !m_multi_primary.load(std::memory_order_relaxed);
     }
     /// A connection found a pooler that shares server connections between transactions
     /// (PgBouncer in transaction mode): nothing session-level (LISTEN, the unique_key queue's
@@ -335,7 +329,8 @@ private:
     std::atomic<bool> m_schema_usable{false}; ///< m_schema_version was found usable
     std::string m_lock_dir; ///< SQLite: "<canonical database path>-sqlock/" (lock_file_for)
     std::atomic<bool> m_behind_pooler{false};
-    std::atomic<bool> m_galera{false}; ///< a connection found a Galera node (wsrep on)
+    /// A connection found a node of a multi-primary cluster (traits().cluster_name).
+    std::atomic<bool> m_multi_primary{false};
     mutable std::mutex m_topology_mutex;
     topology_info m_topology; ///< from the last connection opened
     /// The largest high-water mark a durable fu_raise_hwm of this handle returned (0: none).

@@ -9,7 +9,7 @@
 namespace sqlock::detail {
 
 std::string database_impl::lock_file_for(std::string_view lock_name) const {
-    if (m_config.kind != backend_kind::sqlite)
+    if (!traits().lock_files)
         return {};
     // Two independent 64-bit FNV-1a hashes of prefix + name: a file name of fixed length for
     // any lock name. A collision would only make two names share one lock (more exclusion,
@@ -29,7 +29,7 @@ std::string database_impl::lock_file_for(std::string_view lock_name) const {
 }
 
 std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
-    if (m_config.kind == backend_kind::sqlite) {
+    if (traits().lock_files) {
         auto config = m_config;
         config.purpose = session_purpose::lock_holder;
         config.lock_file = lock_file_for(lock_name);
@@ -100,7 +100,7 @@ void database_impl::unpin(std::string_view lock_name, std::unique_ptr<session> s
             return;
         }
     }
-    if (m_config.kind == backend_kind::sqlite) {
+    if (traits().lock_files) {
         // Kept open for the next grant of the same name (opening a lock file costs an open,
         // a dozen stats and three prepares); the least recently used goes first.
         try {

@@ -1,6 +1,7 @@
 // Migrations: the versioned schema scripts embedded in the library, applying them under a
 // migration lock, printing them for a DBA, and checking a handle's schema version.
 #include "base/embedded.hpp"
+#include "backends/backend.hpp"
 #include "database/database_impl.hpp"
 
 #include <algorithm>
@@ -69,7 +70,7 @@ std::vector<int> applied_versions(detail::session& s) {
 void database::migrate() {
     using detail::statement;
     const auto key = migrate_lock_key(*this);
-    const bool transactional_ddl = backend() != backend_kind::mysql; // MySQL DDL auto-commits
+    const bool transactional_ddl = m_impl->traits().transactional_ddl;
     auto s = m_impl->checkout();
     try {
         s->execute(statement::migrate_lock, {key});

@@ -85,7 +85,7 @@ std::vector<std::unique_ptr<session>> database_impl::take_idle_sessions_locked()
     // would cost its next user a failed statement (a release, say, that then leaves its lease
     // to expire). New sessions go wherever the URL leads now (the new primary of a host list).
     std::vector<std::unique_ptr<session>> dropped;
-    if (m_config.kind == backend_kind::sqlite)
+    if (traits().local_file)
         return dropped; // files do not fail over
     try {
         dropped.reserve(m_idle.size() + m_idle_holders.size());

@@ -23,9 +23,10 @@ std::string plural(std::int64_t n, const char* one, const char* many) {
 
 std::unique_ptr<session> database_impl::connect_checked(const connection_config& config) {
     const auto& module = backend_for(config.kind);
+    const auto& traits = traits_of(config.kind);
     // SQLite has no servers; PostgreSQL walks a host list itself (libpq, with
     // target_session_attrs=read-write); so does anything with one host.
-    if (config.kind != backend_kind::mysql || config.endpoints.size() <= 1) {
+    if (!traits.tries_hosts_itself || config.endpoints.size() <= 1) {
         m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
         auto s = watched(module.open_session(config, m_catalog));
         // Of several hosts libpq picked one: the server names itself.
@@ -57,28 +58,30 @@ std::unique_ptr<session> database_impl::connect_checked(const connection_config&
             failures += "\n  " + endpoint_text(e) + ": " + failed.what();
         }
     }
+    const std::string name(traits.name);
     if (only_read_only)
         throw error(
             errc::topology,
-            "mysql: no server in " + config.redacted_url +
+            name + ": no server in " + config.redacted_url +
                 " can hold locks; they need a primary (a server that accepts writes):" + failures,
-            "mysql");
-    // Connection trouble on some host (a failover in progress, say): retryable, as for one host.
+            name);
+    // Connection trouble on some host (a failover in progress, say): retryable, as for one
+    // host. A full server keeps its native code, so that is_server_full() still says so.
     throw error(errc::connection,
-                "mysql: no server in " + config.redacted_url + " accepts writes:" + failures,
-                "mysql", any_server_full ? 1040 : 0);
+                name + ": no server in " + config.redacted_url + " accepts writes:" + failures,
+                name, any_server_full ? traits.server_full_code : 0);
 }
 
 [[noreturn]] void database_impl::throw_read_only(const std::string& server) const {
-    const bool pg = kind() == backend_kind::postgresql;
+    const std::string name(traits().name);
     throw error(errc::topology,
-                std::string(to_string(kind())) + ": " + m_config.redacted_url + " reached " +
-                    server + ", a read-only " + (pg ? "standby" : "replica") +
+                name + ": " + m_config.redacted_url + " reached " + server + ", a read-only " +
+                    std::string(traits().replica_word) +
                     "; locks need the primary (the server that accepts writes). Put the primary "
                     "in the URL, or list every node (" +
-                    (pg ? "postgresql" : "mysql") +
+                    name +
                     "://user:pw@host1:port,host2:port/db) to connect to whichever accepts writes",
-                std::string(to_string(kind())));
+                name);
 }
 
 std::optional<std::string> database_impl::check_topology(session& s, const std::string& endpoint) {
@@ -118,8 +121,8 @@ std::optional<std::string> database_impl::check_topology(session& s, const std::
                         "host2:port/db)",
                     std::string(to_string(kind())), 1047);
     if (galera) {
-        m_galera.store(true, std::memory_order_relaxed); // no user-level locks: no queue
-        s.execute(statement::galera_session, {});
+        m_multi_primary.store(true, std::memory_order_relaxed); // no user-level locks: no queue
+        s.execute(statement::cluster_session, {});
     }
     const bool read_only = column_int(answer[0]) != 0;
     t.replicas = static_cast<int>(column_int(answer[1]));
@@ -134,10 +137,7 @@ std::optional<std::string> database_impl::check_topology(session& s, const std::
             t.server + " has " + plural(t.replicas, "replica", "replicas") +
             ", none synchronous: a failover to one of them can lose grants this server "
             "acknowledged (two holders of one lock, a fencing token handed out twice). " +
-            (kind() == backend_kind::postgresql
-                 ? "Set synchronous_standby_names (and synchronous_commit = on or remote_apply)"
-                 : "Use semi-synchronous replication with rpl_semi_sync_master_wait_point = "
-                   "AFTER_SYNC");
+            std::string(traits().synchronous_replication_advice);
         if (m_options.require_synchronous_replication)
             throw error(errc::topology,
                         where + ": " + why + " (refused: require_synchronous_replication is set)",
@@ -146,12 +146,14 @@ std::optional<std::string> database_impl::check_topology(session& s, const std::
     }
     t.transaction_pooler = s.behind_transaction_pooler();
     if (t.transaction_pooler)
-        t.warnings.push_back("a pooler shares server connections between transactions "
-                             "(PgBouncer in transaction mode): waiters poll instead of being "
-                             "woken, and replies are bounded by TCP timeouts only (no "
-                             "statement_timeout); connect directly for prompt handoffs");
+        t.warnings.push_back("a pooler shares server connections between transactions (" +
+                             std::string(traits().transaction_pooler_name) +
+                             " in transaction mode): waiters poll instead of being woken, and "
+                             "replies are bounded by TCP timeouts only (no statement_timeout); "
+                             "connect directly for prompt handoffs");
     if (t.cluster_nodes > 1)
-        t.warnings.push_back("Galera cluster of " + std::to_string(t.cluster_nodes) +
+        t.warnings.push_back(std::string(traits().cluster_name) + " cluster of " +
+                             std::to_string(t.cluster_nodes) +
                              " nodes: select_for_update is refused (its row locks hold on one "
                              "node only); unique_key and optimistic_version are certified "
                              "cluster-wide");
@@ -177,7 +179,8 @@ void database_impl::require_row_locks_safe() const {
     if (nodes > 1)
         throw error(errc::topology,
                     std::string(to_string(kind())) + ": " + m_config.redacted_url + " reached " +
-                        server + ", a node of a Galera cluster of " + std::to_string(nodes) +
+                        server + ", a node of a " + std::string(traits().cluster_name) +
+                        " cluster of " + std::to_string(nodes) +
                         " nodes: select_for_update cannot lock there (a row lock holds on one "
                         "node only, so two nodes would grant the same lock). Use unique_key or "
                         "optimistic_version: their writes are certified cluster-wide",

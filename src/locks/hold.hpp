@@ -74,6 +74,14 @@ private:
     /// renewal thread's next wake-up) and wakes the watchdog to tell on_at_risk.
     void note_failed_renewal(active_hold& h, const std::string& what,
                              std::chrono::steady_clock::time_point& next);
+    /// The renewal thread's look at `h`: renews it when due (reporting a loss or a failed
+    /// renewal), and lowers `next` to when `h` wants to be looked at again.
+    void renew_if_due(const std::shared_ptr<active_hold>& h,
+                      std::chrono::steady_clock::time_point& next);
+    /// Records that `renewed` (a renewal of `h`) got through: the lease is safe until its new
+    /// end; lowers `next` to the following renewal.
+    void note_renewal(active_hold& h, const grant& renewed,
+                      std::chrono::steady_clock::time_point& next);
     lease_keeper() = default;
     void renew_loop();
     void watch_loop();

@@ -152,6 +152,78 @@ void lease_keeper::note_failed_renewal(active_hold& h, const std::string& what,
     wake_watch();
 }
 
+void lease_keeper::note_renewal(active_hold& h, const grant& renewed,
+                                std::chrono::steady_clock::time_point& next) {
+    bool was_at_risk = false;
+    {
+        std::lock_guard state(h.state_mutex);
+        h.renewal_in_flight = false;
+        h.current.valid_until = renewed.valid_until;
+        h.next_renewal = std::chrono::steady_clock::now() + h.ttl / 3;
+        h.last_renewal_failed = false;
+        next = std::min(next, h.next_renewal);
+        was_at_risk = h.told_at_risk;
+    }
+    if (was_at_risk)
+        wake_watch(); // it tells on_at_risk that the lease is safe again
+}
+
+void lease_keeper::renew_if_due(const std::shared_ptr<active_hold>& h,
+                                std::chrono::steady_clock::time_point& next) {
+    using clock = std::chrono::steady_clock;
+    clock::time_point due;
+    {
+        std::lock_guard state(h->state_mutex);
+        due = h->next_renewal;
+    }
+    if (clock::now() < due) {
+        next = std::min(next, due);
+        return;
+    }
+    std::unique_lock op(h->op_mutex, std::try_to_lock);
+    if (!op) { // the owner is busy with it right now; look again soon
+        next = std::min(next, clock::now() + h->ttl / 30);
+        return;
+    }
+    grant held;
+    bool too_late = false;
+    {
+        std::lock_guard state(h->state_mutex);
+        if (h->released || h->reason != loss_reason::none)
+            return;
+        held = h->current;
+        // Past the lease's local end a waiter may have dropped it already; a renewal now
+        // would not bring back what owns_lock() has reported lost.
+        too_late = clock::now() >= held.valid_until;
+        h->renewal_in_flight = !too_late; // a hung server keeps it so: "unknown"
+    }
+    if (too_late) {
+        op.unlock();
+        h->mark_lost(h->last_renewal_failed ? loss_reason::unknown : loss_reason::lost,
+                     "lock \"" + h->name + "\": its lease ended before it was renewed");
+        return;
+    }
+    try {
+        note_renewal(*h, h->strategy->renew(*h->db, h->request(), held), next);
+    } catch (const error& e) {
+        {
+            std::lock_guard state(h->state_mutex);
+            h->renewal_in_flight = false;
+        }
+        if (e.code() == errc::lock_lost) {
+            op.unlock();
+            h->mark_lost(loss_reason::lost, e.what());
+            return;
+        }
+        // The database did not answer: try again soon; the watchdog says the lease is at risk
+        // now, and declares the loss (reason unknown) at its local end if no renewal gets
+        // through.
+        note_failed_renewal(*h, e.what(), next);
+    } catch (const std::exception& e) {
+        note_failed_renewal(*h, e.what(), next);
+    }
+}
+
 void lease_keeper::renew_loop() {
     using clock = std::chrono::steady_clock;
     std::unique_lock lock(m_mutex);
@@ -159,74 +231,9 @@ void lease_keeper::renew_loop() {
         auto holds = live(m_holds);
         lock.unlock();
         auto next = clock::now() + idle_wait;
-        for (const auto& h : holds) {
-            if (!h->renew)
-                continue;
-            clock::time_point due;
-            {
-                std::lock_guard state(h->state_mutex);
-                due = h->next_renewal;
-            }
-            if (clock::now() < due) {
-                next = std::min(next, due);
-                continue;
-            }
-            std::unique_lock op(h->op_mutex, std::try_to_lock);
-            if (!op) { // the owner is busy with it right now; look again soon
-                next = std::min(next, clock::now() + h->ttl / 30);
-                continue;
-            }
-            grant held;
-            bool too_late = false;
-            {
-                std::lock_guard state(h->state_mutex);
-                if (h->released || h->reason != loss_reason::none)
-                    continue;
-                held = h->current;
-                // Past the lease's local end a waiter may have dropped it already; a renewal
-                // now would not bring back what owns_lock() has reported lost.
-                too_late = clock::now() >= held.valid_until;
-                h->renewal_in_flight = !too_late; // a hung server keeps it so: "unknown"
-            }
-            if (too_late) {
-                op.unlock();
-                h->mark_lost(h->last_renewal_failed ? loss_reason::unknown : loss_reason::lost,
-                             "lock \"" + h->name + "\": its lease ended before it was renewed");
-                continue;
-            }
-            try {
-                auto renewed = h->strategy->renew(*h->db, h->request(), held);
-                bool was_at_risk = false;
-                {
-                    std::lock_guard state(h->state_mutex);
-                    h->renewal_in_flight = false;
-                    renewed.hold_count = h->current.hold_count;
-                    h->current.valid_until = renewed.valid_until;
-                    h->next_renewal = clock::now() + h->ttl / 3;
-                    h->last_renewal_failed = false;
-                    next = std::min(next, h->next_renewal);
-                    was_at_risk = h->told_at_risk;
-                }
-                if (was_at_risk)
-                    wake_watch(); // it tells on_at_risk that the lease is safe again
-            } catch (const error& e) {
-                {
-                    std::lock_guard state(h->state_mutex);
-                    h->renewal_in_flight = false;
-                }
-                if (e.code() == errc::lock_lost) {
-                    op.unlock();
-                    h->mark_lost(loss_reason::lost, e.what());
-                    continue;
-                }
-                // The database did not answer: try again soon; the watchdog says the lease is
-                // at risk now, and declares the loss (reason unknown) at its local end if no
-                // renewal gets through.
-                note_failed_renewal(*h, e.what(), next);
-            } catch (const std::exception& e) {
-                note_failed_renewal(*h, e.what(), next);
-            }
-        }
+        for (const auto& h : holds)
+            if (h->renew)
+                renew_if_due(h, next);
         holds.clear(); // hold nothing while idle: a finished hold (and its database) must go
         lock.lock();
         m_renew_wake = next;

@@ -1,6 +1,6 @@
 #include "sqlock/mutex.hpp"
 
-#include "backends/sqlite/fair_queue.hpp"
+#include "backends/local_queue.hpp"
 #include "base/owner.hpp"
 #include "base/waiting.hpp"
 #include "locks/hold.hpp"
@@ -211,7 +211,7 @@ public:
 
     mutable std::mutex m_state_mutex; ///< guards m_held and m_last_error
     std::shared_ptr<active_hold> m_held;
-    /// SQLite: the current hold's ticket in the name's waiter queue (fair_queue.hpp), kept
+    /// SQLite: the current hold's ticket in the name's waiter queue (local_queue.hpp), kept
     /// until the hold is released or lost so that no one asks the database ahead of it.
     std::unique_ptr<fair_turn> m_turn;
     std::string m_last_error;

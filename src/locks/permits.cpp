@@ -1,6 +1,6 @@
 #include "locks/permits.hpp"
 
-#include "backends/sqlite/fair_queue.hpp"
+#include "backends/local_queue.hpp"
 #include "base/statements.hpp"
 #include "base/waiting.hpp"
 #include "database/database_impl.hpp"
@@ -85,12 +85,12 @@ bool permit_pool::someone_queues_locally() const {
     // A waiter for the queue may still be in SQLite's busy handler, its row not written,
     // while a releaser asking again keeps winning the one write lock (all but 1 % of the
     // grants went straight back to the releaser): its place in the queue lock's line
-    // (fair_queue.hpp) shows at once. Not so for the writer gate: readers that saw a writer
+    // (local_queue.hpp) shows at once. Not so for the writer gate: readers that saw a writer
     // pass through the gate themselves (lock, unlock), so its line is busy with readers too,
     // and readers that looked at it sent each other through the gate again and again (8
     // `sqlock run --shared/--exclusive` on SQLite: readers stuck for 60 s). The gate row says
     // whether a writer holds or waits for it.
-    return db().kind() == backend_kind::sqlite &&
+    return db().traits().queues_waiters_locally &&
            someone_in_line(queue_file_for(db().lock_file_for(m_queue->name())));
 }
 

@@ -79,7 +79,7 @@ public:
 
 private:
     database_impl& db() const;
-    /// SQLite: someone is in the queue lock's line (fair_queue.hpp), so a caller that may
+    /// SQLite: someone is in the queue lock's line (local_queue.hpp), so a caller that may
     /// wait queues too. False elsewhere.
     bool someone_queues_locally() const;
     /// lock_request::defer_to's entries (and attempt_state::deferred's bits): [0] the queue,

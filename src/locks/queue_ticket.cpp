@@ -9,7 +9,7 @@ namespace sqlock::detail {
 
 namespace {
 
-/// The longest one wait in the SQLite waiter queue (fair_queue.hpp): a waiter ahead that
+/// The longest one wait in the SQLite waiter queue (local_queue.hpp): a waiter ahead that
 /// stopped without dying (a paused process) delays the others by at most this per attempt.
 constexpr std::chrono::milliseconds fair_queue_step{1000};
 /// The longest a caller waits to take a ticket in that queue (the counter is locked for a read
@@ -19,7 +19,7 @@ constexpr std::chrono::milliseconds fair_queue_join_wait{100};
 /// The longest a queued caller waits in SQLite's busy handler per attempt.
 constexpr std::chrono::milliseconds fair_queue_server_wait{10};
 
-/// SQLite's waiter queue (fair_queue.hpp), before an attempt: waits in the kernel until every
+/// SQLite's waiter queue (local_queue.hpp), before an attempt: waits in the kernel until every
 /// earlier ticket is gone, at most fair_queue_step (or to the deadline). False when that wait
 /// ended first: the caller makes one attempt anyway (bounded bypass of a stopped waiter ahead,
 /// or the last attempt at the deadline). A caller that has just become first while the caller
@@ -46,7 +46,7 @@ bool await_ticket_turn(fair_turn& ticket, std::chrono::steady_clock::time_point 
 void queue_ticket::enter(database_impl& db, const std::string& name,
                          std::chrono::steady_clock::time_point deadline) {
     if (const auto now = std::chrono::steady_clock::now();
-        db.kind() == backend_kind::sqlite && deadline > now) {
+        db.traits().queues_waiters_locally && deadline > now) {
         m_turn = fair_turn::open(queue_file_for(db.lock_file_for(name)));
         if (m_turn && !m_turn->idle() &&
             !m_turn->join(std::min(deadline, now + fair_queue_join_wait)))

@@ -1,10 +1,10 @@
 // Internal: how one lock call of a mutex waits its turn in the SQLite waiter queue of its name
-// (fair_queue.hpp), for mutex.cpp's acquire loop. Every step is a no-op for a call that holds
+// (local_queue.hpp), for mutex.cpp's acquire loop. Every step is a no-op for a call that holds
 // no ticket (a server backend, a try_lock(), a queue file that cannot be used): such a call
 // waits as without a queue.
 #pragma once
 
-#include "backends/sqlite/fair_queue.hpp"
+#include "backends/local_queue.hpp"
 #include "base/session.hpp"
 #include "base/waiting.hpp"
 

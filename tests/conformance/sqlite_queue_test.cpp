@@ -1,5 +1,5 @@
 // SQLite: calls that may wait queue in a side file beside the lock files
-// (src/backends/sqlite/fair_queue.hpp). Real processes (tests/support/contender.cpp) take places in
+// (src/backends/local_queue.hpp). Real processes (tests/support/contender.cpp) take places in
 // line; the test reads the queue's ticket counter to know who joined when, and stops or kills them.
 // Suite fair_sqlite: SQLite only, every strategy (the queue sits in the shared lock loop).
 #include "backend_fixture.hpp"
@@ -40,7 +40,7 @@ std::string queue_file(const std::string& name) {
 
 /// The queue's ticket counter (0 before the file exists). Every ticket taken while another
 /// is in line bumps it, and so does the first one ever (a caller alone in line reuses the
-/// last number, fair_queue.cpp): the tests below join each contender behind another.
+/// last number, local_queue.cpp): the tests below join each contender behind another.
 std::int64_t tickets_taken(const std::string& name) {
     std::int64_t counter = 0;
     const int fd = ::open(queue_file(name).c_str(), O_RDONLY | O_CLOEXEC);

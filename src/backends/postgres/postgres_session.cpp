@@ -771,65 +771,52 @@ private:
         return "statement " + std::string(name_of(id)) + " in a batch";
     }
 
-    void run_pipeline(PGconn* conn, std::span<const batch_item> items, std::vector<result>& out) {
-        // Queue everything; libpq keeps it in its buffer (below 64 KB) until the Sync.
-        std::vector<pipeline_op> ops;
-        ops.reserve(2 * items.size());
-        std::array<bool, statement_count> preparing{};
-        std::optional<batch_failure> queue_failure; // libpq refused to queue an item
+    /// Queues item `i` of a batch (its Parse first, unless prepared already or being prepared
+    /// in this batch) and notes its operations in `ops`. A failure libpq reports at once.
+    std::optional<batch_failure> queue_item(PGconn* conn, std::size_t i, const batch_item& item,
+                                            std::array<bool, statement_count>& preparing,
+                                            std::vector<pipeline_op>& ops) {
         std::vector<std::string> storage;
         std::vector<const char*> values;
-        for (std::size_t i = 0; i < items.size() && !queue_failure; ++i) {
-            const auto& item = items[i];
-            if (m_catalog.is_noop(item.id))
-                continue;
-            const auto index = static_cast<std::size_t>(item.id);
-            if (m_behind_pooler) {
-                // Unnamed: a named statement would live on a server connection that the next
-                // transaction may not get (PgBouncer 1.18 keeps no prepared statements).
-                text_params(item.params, storage, values);
-                if (PQsendQueryParams(conn, m_catalog[item.id].c_str(),
-                                      static_cast<int>(values.size()), nullptr, values.data(),
-                                      nullptr, nullptr, 0) != 1) {
-                    queue_failure = batch_failure{batch_what(item.id), PQerrorMessage(conn), {}};
-                    break;
-                }
-                ops.push_back({i, false});
-                continue;
-            }
-            const std::string name = pipeline_name(index);
-            if (!m_pipe_prepared[index] && !preparing[index]) {
-                if (PQsendPrepare(conn, name.c_str(), m_catalog[item.id].c_str(), 0, nullptr) !=
-                    1) {
-                    queue_failure = batch_failure{batch_what(item.id), PQerrorMessage(conn), {}};
-                    break;
-                }
-                preparing[index] = true;
-                ops.push_back({i, true});
-            }
-            text_params(item.params, storage, values);
-            if (PQsendQueryPrepared(conn, name.c_str(), static_cast<int>(values.size()),
-                                    values.data(), nullptr, nullptr, 0) != 1) {
-                queue_failure = batch_failure{batch_what(item.id), PQerrorMessage(conn), {}};
-                break;
-            }
+        text_params(item.params, storage, values);
+        const auto index = static_cast<std::size_t>(item.id);
+        const auto refused = [&] {
+            return batch_failure{batch_what(item.id), PQerrorMessage(conn), {}};
+        };
+        if (m_behind_pooler) {
+            // Unnamed: a named statement would live on a server connection that the next
+            // transaction may not get (PgBouncer 1.18 keeps no prepared statements).
+            if (PQsendQueryParams(conn, m_catalog[item.id].c_str(), static_cast<int>(values.size()),
+                                  nullptr, values.data(), nullptr, nullptr, 0) != 1)
+                return refused();
             ops.push_back({i, false});
+            return std::nullopt;
         }
-        // The one send.
-        if (PQpipelineSync(conn) != 1)
-            pipeline_trouble(conn, "batch: sending it");
+        const std::string name = pipeline_name(index);
+        if (!m_pipe_prepared[index] && !preparing[index]) {
+            if (PQsendPrepare(conn, name.c_str(), m_catalog[item.id].c_str(), 0, nullptr) != 1)
+                return refused();
+            preparing[index] = true;
+            ops.push_back({i, true});
+        }
+        if (PQsendQueryPrepared(conn, name.c_str(), static_cast<int>(values.size()), values.data(),
+                                nullptr, nullptr, 0) != 1)
+            return refused();
+        ops.push_back({i, false});
+        return std::nullopt;
+    }
 
-        // Each operation yields one result then a null; after a failure, the later ones yield
-        // PGRES_PIPELINE_ABORTED. Then comes the Sync's PGRES_PIPELINE_SYNC. Anything else
-        // (a lost connection) ends the loop: the count bounds it.
-        std::optional<batch_failure> failure;
-        bool in_step = true;
+    /// Reads the result of each of `ops` into `out` (the first failure into `failure`), then
+    /// the Sync's. Each operation yields one result then a null; after a failure, the later
+    /// ones yield PGRES_PIPELINE_ABORTED. False when anything else came (a lost connection):
+    /// the count bounds the loop.
+    bool read_pipeline(PGconn* conn, std::span<const batch_item> items,
+                       const std::vector<pipeline_op>& ops, std::vector<result>& out,
+                       std::optional<batch_failure>& failure) {
         for (const auto& op : ops) {
             const pq_result res(PQgetResult(conn));
-            if (!res) {
-                in_step = false;
-                break;
-            }
+            if (!res)
+                return false;
             const auto& item = items[op.item];
             switch (PQresultStatus(res.get())) {
             case PGRES_COMMAND_OK:
@@ -845,8 +832,7 @@ private:
             case PGRES_COPY_IN:
             case PGRES_COPY_OUT:
             case PGRES_COPY_BOTH:
-                in_step = false; // no catalog statement copies
-                break;
+                return false; // no catalog statement copies
             default: {
                 const char* state = PQresultErrorField(res.get(), PG_DIAG_SQLSTATE);
                 if (!failure)
@@ -855,42 +841,52 @@ private:
                 break;
             }
             }
-            if (!in_step)
-                break;
-            if (const pq_result extra(PQgetResult(conn)); extra) {
-                in_step = false;
-                break;
-            }
+            if (const pq_result extra(PQgetResult(conn)); extra)
+                return false;
         }
-        if (in_step) {
-            const pq_result sync(PQgetResult(conn));
-            in_step = sync && PQresultStatus(sync.get()) == PGRES_PIPELINE_SYNC;
+        const pq_result sync(PQgetResult(conn));
+        return sync && PQresultStatus(sync.get()) == PGRES_PIPELINE_SYNC;
+    }
+
+    /// After a batch: the server's ReadyForQuery says where the transaction stands (a
+    /// BEGIN/COMMIT/ROLLBACK item that ran, or a failure inside a transaction: then
+    /// rollback() is needed).
+    void note_transaction_status(PGconn* conn) {
+        switch (PQtransactionStatus(conn)) {
+        case PQTRANS_IDLE:
+            m_in_transaction = false;
+            m_transaction_failed = false;
+            break;
+        case PQTRANS_INTRANS:
+            m_in_transaction = true;
+            m_transaction_failed = false;
+            break;
+        case PQTRANS_INERROR:
+            m_in_transaction = true;
+            m_transaction_failed = true;
+            break;
+        default:
+            m_broken = true;
+            break;
         }
-        if (!in_step || PQexitPipelineMode(conn) != 1)
+    }
+
+    void run_pipeline(PGconn* conn, std::span<const batch_item> items, std::vector<result>& out) {
+        // Queue everything; libpq keeps it in its buffer (below 64 KB) until the Sync.
+        std::vector<pipeline_op> ops;
+        ops.reserve(2 * items.size());
+        std::array<bool, statement_count> preparing{};
+        std::optional<batch_failure> queue_failure; // libpq refused to queue an item
+        for (std::size_t i = 0; i < items.size() && !queue_failure; ++i)
+            if (!m_catalog.is_noop(items[i].id))
+                queue_failure = queue_item(conn, i, items[i], preparing, ops);
+        if (PQpipelineSync(conn) != 1) // the one send
+            pipeline_trouble(conn, "batch: sending it");
+        std::optional<batch_failure> failure;
+        if (!read_pipeline(conn, items, ops, out, failure) || PQexitPipelineMode(conn) != 1)
             m_broken = true; // results or commands left behind: libpqxx cannot use it now
-
-        // The server's ReadyForQuery says where the transaction stands: a BEGIN/COMMIT/
-        // ROLLBACK item that ran, or a failure inside a transaction (then rollback() is needed).
-        if (!m_broken) {
-            switch (PQtransactionStatus(conn)) {
-            case PQTRANS_IDLE:
-                m_in_transaction = false;
-                m_transaction_failed = false;
-                break;
-            case PQTRANS_INTRANS:
-                m_in_transaction = true;
-                m_transaction_failed = false;
-                break;
-            case PQTRANS_INERROR:
-                m_in_transaction = true;
-                m_transaction_failed = true;
-                break;
-            default:
-                m_broken = true;
-                break;
-            }
-        }
-
+        if (!m_broken)
+            note_transaction_status(conn);
         if (!failure && m_broken)
             failure = batch_failure{"batch", PQerrorMessage(conn), {}};
         if (!failure)

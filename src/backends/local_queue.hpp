@@ -20,7 +20,7 @@
 // Every wait is one F_OFD_SETLKW (a read lock, dropped at once) on a helper thread of this
 // process, so that the caller can give up at its deadline; callers waiting for the same range,
 // or for a part of a range already waited for, share one helper (wait_threads in
-// fair_queue.cpp), so a helper left behind by abandoned waits is never more than one per queue
+// local_queue.cpp), so a helper left behind by abandoned waits is never more than one per queue
 // file and range start.
 //
 // The queue only orders who asks the database; the lease row (or the lock file's transaction)

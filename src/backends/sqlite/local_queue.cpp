@@ -1,5 +1,5 @@
-// The waiter queue of one lock name on SQLite, ended by the kernel: see fair_queue.hpp.
-#include "backends/sqlite/fair_queue.hpp"
+// The waiter queue of one lock name on SQLite, ended by the kernel: see local_queue.hpp.
+#include "backends/local_queue.hpp"
 
 #include <algorithm>
 #include <cerrno>
