@@ -31,21 +31,19 @@ MY_SBIN=/usr/sbin
 WAIT_SECS=60
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 
-die() { echo "testdb: $*" >&2; exit 1; }
-usage() { sed -n '4,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+TOOL=testdb SERVER_USERS=(postgres mysql)
+# die, say, usage, setup_users, as_pg, alive, stop_process, pick_port, do_run, ...
+# shellcheck source=tools/lib/servers.sh
+source "$(dirname "$(realpath "$0")")/lib/servers.sh"
 
 # ---------------------------------------------------------------- helpers
 ensure_binaries() {
-  local b missing=0
-  for b in "$PGBIN"/{initdb,pg_ctl,pg_isready,psql} "$MY_SBIN"/mariadbd \
-           /usr/bin/{mariadb,mariadb-admin,mariadb-install-db}; do
-    [[ -x $b ]] || missing=1
+  local b missing=()
+  for b in "$PGBIN"/{initdb,pg_ctl,pg_isready,psql}; do [[ -x $b ]] || missing+=(postgresql-15); done
+  for b in "$MY_SBIN"/mariadbd /usr/bin/{mariadb,mariadb-admin,mariadb-install-db}; do
+    [[ -x $b ]] || missing+=(mariadb-server)
   done
-  ((missing)) || return 0
-  [[ $EUID -eq 0 ]] || die "PostgreSQL 15 / MariaDB binaries missing; install postgresql-15 mariadb-server"
-  echo "testdb: installing postgresql-15 mariadb-server via apt" >&2
-  apt-get update >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql-15 mariadb-server >&2
+  install_packages "${missing[@]}"
 }
 
 # "env VAR=..." prefix that runs a server under libfaketime when TESTDB_FAKETIME_FILE is set
@@ -57,8 +55,7 @@ setup_faketime() {
   [[ -n $f ]] || return 0
   [[ -r $FAKETIME_LIB ]] || {
     [[ $EUID -eq 0 ]] || die "TESTDB_FAKETIME_FILE needs $FAKETIME_LIB: install faketime"
-    echo "testdb: installing faketime via apt" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y faketime >&2
+    install_packages faketime
   }
   local server
   for server in postgres mariadb; do
@@ -72,7 +69,7 @@ setup_faketime() {
   # libfaketime is not async-signal-safe: PostgreSQL reads the clock in its SIGALRM handler, and
   # such a read sees the unshifted time now and then, which fires its timeouts early.
   local src lib
-  src="$(dirname "$(realpath "$0")")/testdb_clock.c" lib=$DIR/testdb_clock.so
+  src="$(dirname "$SELF")/testdb_clock.c" lib=$DIR/testdb_clock.so
   if [[ ! -s $lib || $src -nt $lib ]]; then
     command -v cc >/dev/null || die "TESTDB_FAKETIME_FILE needs a C compiler (cc) for $src"
     cc -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC -o "$lib.tmp" "$src" && mv -f "$lib.tmp" "$lib" ||
@@ -82,60 +79,15 @@ setup_faketime() {
   PG_CLOCK_ENV=(env "LD_PRELOAD=$lib" "TESTDB_CLOCK_FILE=$f.postgres")
 }
 
-# PostgreSQL refuses to run as root, and MariaDB should not either, so as root
-# we run them as the unprivileged accounts the Debian packages create.
-setup_users() {
-  if [[ $EUID -eq 0 ]]; then
-    PG_OS_USER=postgres MY_OS_USER=mysql
-    local u
-    for u in "$PG_OS_USER" "$MY_OS_USER"; do
-      id -u "$u" >/dev/null 2>&1 ||
-        useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$u"
-    done
-  else
-    PG_OS_USER=$(id -un) MY_OS_USER=$(id -un)
-  fi
-}
-
-# Run a command as the PostgreSQL OS user; cd / first so it does not complain
-# about an inaccessible cwd such as /root.
-as_pg() {
-  if [[ $EUID -eq 0 ]]; then (cd / && runuser -u "$PG_OS_USER" -- "$@"); else "$@"; fi
-}
-
-# The server users must be able to reach DIR. We do not loosen permissions on
-# somebody else's directories (e.g. /root) silently; we say what to fix.
-check_traversable() {
-  [[ $EUID -eq 0 ]] || return 0
-  local u
-  for u in "$PG_OS_USER" "$MY_OS_USER"; do
-    (cd / && runuser -u "$u" -- test -x "$DIR") ||
-      die "user '$u' cannot reach $DIR: a parent directory (e.g. /root) lacks o+x; chmod o+x it or use another DIR"
-  done
-}
-
-# True if PID is a live (non-zombie) process whose command name is in $2 (regex).
-# The name check protects against a stale pid file whose pid got reused.
-alive() {
-  local pid=$1 stat
-  [[ $pid =~ ^[0-9]+$ ]] && stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
-  stat=${stat##*) }                               # fields after "(comm) "
-  [[ ${stat%% *} != Z ]] || return 1              # zombie = already exited
-  [[ $(cat "/proc/$pid/comm" 2>/dev/null) =~ $2 ]]
-}
-
-# Wait up to $2 seconds for PID $1 (name regex $3) to disappear.
-wait_gone() {
-  local deadline=$((SECONDS + $2))
-  while alive "$1" "$3"; do ((SECONDS < deadline)) || return 1; sleep 0.2; done
-}
-
-# pick_port: a free port (SQLOCK_TEST_PORTS, tools/free_port.sh).
-# shellcheck source=tools/free_port.sh
-source "$(dirname "$(realpath "$0")")/free_port.sh"
-
 pg_pid() { head -n1 "$DIR/pg/postmaster.pid" 2>/dev/null || true; }
 my_pid() { cat "$DIR/mariadb/mysqld.pid" 2>/dev/null || true; }
+
+# Whether the server answers (MariaDB: and has written its pid file).
+pg_ready() { "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$1"; }
+my_ready() {
+  mariadb-admin --no-defaults --socket="$DIR/mariadb/mysqld.sock" -uroot --connect-timeout=2 \
+    ping >/dev/null 2>&1 && [[ -s $DIR/mariadb/mysqld.pid ]]
+}
 
 # Start mariadbd with the given arguments in the background; $! is its pid.
 launch_mariadbd() {
@@ -147,14 +99,13 @@ wait_ready() {
   local which=$1 pgport deadline=$((SECONDS + WAIT_SECS))
   pgport=$(sed -n 's/^port = //p' "$DIR/pg/postgresql.conf" | tail -n1)
   if [[ $which != mariadb ]]; then
-    until "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$pgport"; do
+    until pg_ready "$pgport"; do
       ((SECONDS < deadline)) || die "postgres not ready after ${WAIT_SECS}s"
       sleep 0.1
     done
   fi
   if [[ $which != postgres ]]; then
-    until mariadb-admin --no-defaults --socket="$DIR/mariadb/mysqld.sock" -uroot \
-          --connect-timeout=2 ping >/dev/null 2>&1 && [[ -s $DIR/mariadb/mysqld.pid ]]; do
+    until my_ready; do
       ((SECONDS < deadline)) || die "mariadb not ready after ${WAIT_SECS}s"
       sleep 0.1
     done
@@ -163,34 +114,18 @@ wait_ready() {
 
 # Rewrite the pids in env.sh after a restart.
 update_env_pids() {
-  [[ -f $DIR/env.sh ]] || return 0
-  sed -i -e "s/^export SQLOCK_TEST_POSTGRES_PID=.*/export SQLOCK_TEST_POSTGRES_PID=$(pg_pid)/" \
-         -e "s/^export SQLOCK_TEST_MYSQL_PID=.*/export SQLOCK_TEST_MYSQL_PID=$(my_pid)/" "$DIR/env.sh"
+  env_set SQLOCK_TEST_POSTGRES_PID "$(pg_pid)"
+  env_set SQLOCK_TEST_MYSQL_PID "$(my_pid)"
 }
 
 # ---------------------------------------------------------------- commands
-# Stop server PID $1 (comm regex $2) by running "$3..."; SIGKILL it (and its
-# children) if it is not gone within 30 s.
-stop_server() {
-  local pid=$1 re=$2 kids; shift 2
-  alive "$pid" "$re" || return 0
-  kids=$(cat /proc/"$pid"/task/*/children 2>/dev/null || true)   # e.g. PG backends
-  # A SIGSTOPped server (tests do that) would never act on the shutdown request.
-  # shellcheck disable=SC2086  # $kids is a list of pids
-  kill -CONT "$pid" $kids 2>/dev/null || true
-  "$@" >/dev/null 2>&1 || true
-  wait_gone "$pid" 30 "$re" && return 0
-  # shellcheck disable=SC2086
-  kill -KILL "$pid" $kids 2>/dev/null || true
-  wait_gone "$pid" 5 "$re" || echo "testdb: pid $pid ($re) would not die" >&2
-}
-
 do_stop() {
   [[ -d $DIR ]] || return 0
+  # A server not gone within 30 s is SIGKILLed, with its children (e.g. PostgreSQL's backends).
   # pg_ctl must run as the data dir owner; -m fast aborts open sessions.
-  stop_server "$(pg_pid)" '^postgres$' as_pg "$PGBIN/pg_ctl" stop -D "$DIR/pg" -m fast -w -t 30
+  stop_process postgres "$(pg_pid)" '^postgres$' 30 as_pg "$PGBIN/pg_ctl" stop -D "$DIR/pg" -m fast -w -t 30
   # SIGTERM is a clean shutdown for mariadbd and needs no working connection.
-  stop_server "$(my_pid)" '^mariadbd$' kill -TERM "$(my_pid)"
+  stop_process mariadb "$(my_pid)" '^mariadbd$' 30 kill -TERM "$(my_pid)"
   rm -f "$DIR/env.sh"
   [[ -f $DIR/faketime.used ]] && sweep_faketime_shm
   return 0
@@ -209,15 +144,6 @@ sweep_faketime_shm() {
   return 0
 }
 
-start_failed() {
-  local f
-  echo "testdb: start failed; log tails follow" >&2
-  for f in "$DIR/pg.log" "$DIR/mariadb.log"; do
-    [[ -s $f ]] && { echo "==> $f <==" >&2; tail -n 30 "$f" >&2; }
-  done
-  do_stop || true
-}
-
 do_start() {
   ensure_binaries
   setup_users
@@ -227,13 +153,13 @@ do_start() {
     "$DIR/env.sh"
   check_traversable
   # Unix socket paths are limited to 107 bytes.
-  (( ${#DIR} <= 80 )) || die "DIR path too long for unix sockets (${#DIR} > 80 chars): $DIR"
+  check_dir_length 80
 
   local pw pgport myport
-  pw=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  pw=$(random_password)
   pgport=$(pick_port)
   myport=$(pick_port "$pgport")
-  trap start_failed EXIT
+  trap 'start_failed "$DIR/pg.log" "$DIR/mariadb.log"' EXIT
   # Tests get headroom (200); TESTDB_DEFAULT_LIMITS=1 keeps the packages' defaults.
   local pg_max=200 my_max=200
   [[ ${TESTDB_DEFAULT_LIMITS:-0} == 1 ]] && pg_max=100 my_max=151
@@ -291,9 +217,8 @@ EOF
   # --- wait for both (bounded)
   local t0=$SECONDS pg_ok=0 my_ok=0
   while ((!pg_ok || !my_ok)); do
-    ((pg_ok)) || { "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$pgport" && pg_ok=1; } || true
-    ((my_ok)) || { mariadb-admin --no-defaults --socket="$DIR/mariadb/mysqld.sock" -uroot \
-                   --connect-timeout=2 ping >/dev/null 2>&1 && [[ -s $DIR/mariadb/mysqld.pid ]] && my_ok=1; } || true
+    ((pg_ok)) || { pg_ready "$pgport" && pg_ok=1; } || true
+    ((my_ok)) || { my_ready && my_ok=1; } || true
     kill -0 "$mystarter" 2>/dev/null || die "mariadbd exited during startup"
     # pg_ctl -W gives no pid to watch; after a grace period for the pid file
     # to appear, a missing postmaster means it died.
@@ -308,17 +233,7 @@ EOF
     -c "CREATE DATABASE sqlock_test OWNER sqlock" >/dev/null
   # Drop passwordless root over TCP (any local user could use it); root stays
   # reachable via our socket only (with skip-name-resolve, 'localhost' = socket).
-  mariadb --no-defaults --socket="$DIR/mariadb/mysqld.sock" -uroot <<EOF
-DELETE FROM mysql.global_priv WHERE User = 'root' AND Host <> 'localhost';
-DELETE FROM mysql.global_priv WHERE User = '';
-DELETE FROM mysql.proxies_priv WHERE Host <> 'localhost';
-FLUSH PRIVILEGES;
-CREATE DATABASE sqlock_test;
-CREATE USER 'sqlock'@'127.0.0.1' IDENTIFIED BY '$pw';
-CREATE USER 'sqlock'@'localhost' IDENTIFIED BY '$pw';
-GRANT ALL PRIVILEGES ON *.* TO 'sqlock'@'127.0.0.1' WITH GRANT OPTION;
-GRANT ALL PRIVILEGES ON *.* TO 'sqlock'@'localhost' WITH GRANT OPTION;
-EOF
+  mariadb_accounts_sql "$pw" | mariadb --no-defaults --socket="$DIR/mariadb/mysqld.sock" -uroot
 
   (umask 077; cat >"$DIR/env.sh") <<EOF
 export SQLOCK_TEST_POSTGRES_URL='postgresql://sqlock:$pw@127.0.0.1:$pgport/sqlock_test'
@@ -344,8 +259,7 @@ do_crash() {
   if [[ $which != mariadb ]]; then
     pid=$(pg_pid)
     alive "$pid" '^postgres$' || die "postgres not running in $DIR"
-    # shellcheck disable=SC2046  # a list of pids
-    kill -CONT "$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null || true) 2>/dev/null || true
+    signal_tree CONT "$pid"   # a SIGSTOPped server would not act on it
     as_pg "$PGBIN/pg_ctl" stop -D "$DIR/pg" -m immediate -w -t 30 >/dev/null
   fi
   if [[ $which != postgres ]]; then
@@ -378,40 +292,15 @@ do_env() {
   if [[ -f $DIR/env.sh ]] && alive "$(pg_pid)" '^postgres$' && alive "$(my_pid)" '^mariadbd$'; then
     cat "$DIR/env.sh"
   else
-    echo "testdb: not running in $DIR" >&2; exit 1
+    say "not running in $DIR"; exit 1
   fi
-}
-
-do_run() {
-  [[ ${1:-} == -- ]] && shift
-  (($#)) || usage
-  trap 'bash "$SELF" stop "$DIR"' EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
-  # Separate process for start so the servers are never children of this shell.
-  bash "$SELF" start "$DIR" >&2
-  # shellcheck disable=SC1091
-  source "$DIR/env.sh"
-  # CMD runs in the background + wait, because bash defers traps until a
-  # foreground child exits; this way a TERM to us is forwarded to CMD at once
-  # and the EXIT trap stops the servers. <&0 keeps CMD's stdin (bash would
-  # otherwise give a background job /dev/null).
-  "$@" <&0 &
-  local child=$! rc
-  trap 'kill -TERM $child 2>/dev/null || true' INT TERM
-  while :; do
-    wait "$child" && rc=0 || rc=$?
-    kill -0 "$child" 2>/dev/null || break   # wait was only interrupted by a signal
-  done
-  exit "$rc"
 }
 
 # ---------------------------------------------------------------- main
 (($# >= 2)) || usage
-cmd=$1 DIR=$2 SELF=$(realpath "$0")
+cmd=$1
+set_dir "$cmd" "$2"
 shift 2
-[[ $cmd == start || $cmd == run ]] && mkdir -p "$DIR"
-if [[ -d $DIR ]]; then DIR=$(cd "$DIR" && pwd -P); else DIR=$(realpath -m "$DIR"); fi
 case $cmd in
   start) setup_faketime; do_start ;;
   stop)  setup_users; do_stop ;;

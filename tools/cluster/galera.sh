@@ -32,8 +32,11 @@ PROVIDER=/usr/lib/galera/libgalera_smm.so
 WAIT_SECS=${GALERA_WAIT_SECS:-120}
 NODES=(1 2 3)
 
-die() { echo "galera: $*" >&2; exit 1; }
-usage() { sed -n '4,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+TOOL=galera SERVER_USERS=(mysql)   # as root, the servers (and the SST scripts and rsync
+                                   # daemons they spawn) run as `mysql`
+# die, say, usage, setup_users, alive, stop_process, pick_port, do_run, ...
+# shellcheck source=tools/lib/servers.sh
+source "$(dirname "$(realpath "$0")")/../lib/servers.sh"
 
 # ---------------------------------------------------------------- helpers
 ensure_binaries() {
@@ -44,48 +47,8 @@ ensure_binaries() {
   [[ -r $PROVIDER ]] || missing+=(galera-4)
   command -v rsync >/dev/null || missing+=(rsync)
   command -v ss >/dev/null || command -v lsof >/dev/null || missing+=(iproute2)
-  ((${#missing[@]})) || return 0
-  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-  [[ $EUID -eq 0 ]] || die "missing packages: ${missing[*]} (install them, or run as root)"
-  echo "galera: installing ${missing[*]} via apt" >&2
-  apt-get update >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >&2
+  install_packages "${missing[@]}"
 }
-
-# As root, the servers (and the SST scripts and rsync daemons they spawn) run as `mysql`.
-setup_users() {
-  if [[ $EUID -eq 0 ]]; then
-    MY_OS_USER=mysql
-    id -u "$MY_OS_USER" >/dev/null 2>&1 ||
-      useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$MY_OS_USER"
-  else
-    MY_OS_USER=$(id -un)
-  fi
-}
-
-check_traversable() {
-  [[ $EUID -eq 0 ]] || return 0
-  (cd / && runuser -u "$MY_OS_USER" -- test -x "$DIR") ||
-    die "user '$MY_OS_USER' cannot reach $DIR: a parent directory (e.g. /root) lacks o+x; chmod o+x it or use another DIR"
-}
-
-# True if PID is a live (non-zombie) process whose command name matches regex $2.
-alive() {
-  local pid=$1 stat
-  [[ $pid =~ ^[0-9]+$ ]] && stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
-  stat=${stat##*) }
-  [[ ${stat%% *} != Z ]] || return 1
-  [[ $(cat "/proc/$pid/comm" 2>/dev/null) =~ $2 ]]
-}
-
-wait_gone() {
-  local deadline=$((SECONDS + $2))
-  while alive "$1" "$3"; do ((SECONDS < deadline)) || return 1; sleep 0.2; done
-}
-
-# pick_port: a free port (SQLOCK_TEST_PORTS, tools/free_port.sh).
-# shellcheck source=tools/free_port.sh
-source "$(dirname "$(realpath "$0")")/../free_port.sh"
 
 node_dir() { echo "$DIR/n$1"; }
 # The server's pid: its pid file, else the pid it was launched as (a server that died or is
@@ -141,10 +104,9 @@ wait_synced() {
 }
 
 update_env_pids() {
-  [[ -f $DIR/env.sh ]] || return 0
   local n
   for n in "${NODES[@]}"; do
-    sed -i "s/^export SQLOCK_CLUSTER_GALERA_PID$n=.*/export SQLOCK_CLUSTER_GALERA_PID$n=$(cat "$DIR/n$n/mariadbd.pid" 2>/dev/null || true)/" "$DIR/env.sh"
+    env_set "SQLOCK_CLUSTER_GALERA_PID$n" "$(cat "$DIR/n$n/mariadbd.pid" 2>/dev/null || true)"
   done
 }
 
@@ -164,14 +126,11 @@ strays() {
 }
 
 # ---------------------------------------------------------------- commands
+# SIGTERM: a clean shutdown, leaves the cluster gracefully; SIGKILL if not gone within 30 s.
 stop_node() {
-  local n=$1 pid
-  pid=$(node_pid "$n")
-  alive "$pid" '^mariadbd$' || return 0
-  kill -TERM "$pid" 2>/dev/null || true   # a clean shutdown: leaves the cluster gracefully
-  wait_gone "$pid" 30 '^mariadbd$' && return 0
-  kill -KILL "$pid" 2>/dev/null || true
-  wait_gone "$pid" 5 '^mariadbd$' || echo "galera: node $n (pid $pid) would not die" >&2
+  local pid
+  pid=$(node_pid "$1")
+  stop_process "node $1" "$pid" '^mariadbd$' 30 kill -TERM "$pid"
 }
 
 do_stop() {
@@ -186,19 +145,10 @@ do_stop() {
     kill -KILL $pids 2>/dev/null || true
     sleep 0.2
     pids=$(strays)
-    [[ -z $pids ]] || echo "galera: leftover processes: $pids" >&2
+    [[ -z $pids ]] || say "leftover processes: $pids"
   fi
   rm -f "$DIR/env.sh"
   return 0
-}
-
-start_failed() {
-  local n
-  echo "galera: start failed; log tails follow" >&2
-  for n in "${NODES[@]}"; do
-    [[ -s $DIR/n$n/error.log ]] && { echo "==> $DIR/n$n/error.log <==" >&2; tail -n 25 "$DIR/n$n/error.log" >&2; }
-  done
-  do_stop || true
 }
 
 write_cnf() { # N
@@ -254,10 +204,10 @@ do_start() {
   for n in "${NODES[@]}"; do rm -rf "$DIR/n$n"; done
   rm -f "$DIR/env.sh"
   check_traversable
-  (( ${#DIR} <= 90 )) || die "DIR path too long for unix sockets (${#DIR} > 90 chars): $DIR"
+  check_dir_length 90   # $DIR/n1/sock
 
   local pw t0=$SECONDS
-  pw=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  pw=$(random_password)
   PORT=() GPORT=() IPORT=() SPORT=()
   for n in "${NODES[@]}"; do
     PORT[n]=$(pick_port "${PORT[@]}" "${GPORT[@]}" "${IPORT[@]}" "${SPORT[@]}")
@@ -267,7 +217,7 @@ do_start() {
   done
   RUN_AS=
   [[ $EUID -eq 0 ]] && RUN_AS=$MY_OS_USER
-  trap start_failed EXIT
+  trap 'start_failed "$DIR"/n1/error.log "$DIR"/n2/error.log "$DIR"/n3/error.log' EXIT
   for n in "${NODES[@]}"; do
     # The node directory belongs to the server user: the rsync SST daemon runs as that user and
     # writes there (a root-owned data dir fails with "Permission denied (13)").
@@ -282,19 +232,8 @@ do_start() {
 
   launch_node 1 --wsrep-new-cluster
   wait_synced 1
-  # Accounts before the others join (the SST copies them): root only over the socket (with
-  # skip-name-resolve, 'localhost' = socket), sqlock with a password over TCP and the socket.
-  q 1 <<EOF
-DELETE FROM mysql.global_priv WHERE User = 'root' AND Host <> 'localhost';
-DELETE FROM mysql.global_priv WHERE User = '';
-DELETE FROM mysql.proxies_priv WHERE Host <> 'localhost';
-FLUSH PRIVILEGES;
-CREATE DATABASE sqlock_test;
-CREATE USER 'sqlock'@'127.0.0.1' IDENTIFIED BY '$pw';
-CREATE USER 'sqlock'@'localhost' IDENTIFIED BY '$pw';
-GRANT ALL PRIVILEGES ON *.* TO 'sqlock'@'127.0.0.1' WITH GRANT OPTION;
-GRANT ALL PRIVILEGES ON *.* TO 'sqlock'@'localhost' WITH GRANT OPTION;
-EOF
+  # Accounts before the others join (the SST copies them).
+  mariadb_accounts_sql "$pw" | q 1
   # One joiner at a time: an rsync SST makes its donor unavailable as a donor to anyone else.
   launch_node 2
   wait_synced 2
@@ -402,41 +341,18 @@ do_restart() {
 
 do_env() {
   local n
-  [[ -f $DIR/env.sh ]] || { echo "galera: not running in $DIR" >&2; exit 1; }
+  [[ -f $DIR/env.sh ]] || { say "not running in $DIR"; exit 1; }
   for n in "${NODES[@]}"; do
-    node_alive "$n" || { echo "galera: node $n is down in $DIR" >&2; exit 1; }
+    node_alive "$n" || { say "node $n is down in $DIR"; exit 1; }
   done
   cat "$DIR/env.sh"
 }
 
-do_run() {
-  [[ ${1:-} == -- ]] && shift
-  (($#)) || usage
-  trap 'bash "$SELF" stop "$DIR"' EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
-  # A separate process for start, so that the servers are never children of this shell.
-  bash "$SELF" start "$DIR" >&2
-  # shellcheck disable=SC1091
-  source "$DIR/env.sh"
-  # CMD in the background + wait: a TERM to us reaches CMD at once and the EXIT trap stops
-  # the cluster (bash defers traps until a foreground child exits).
-  "$@" <&0 &
-  local child=$! rc
-  trap 'kill -TERM $child 2>/dev/null || true' INT TERM
-  while :; do
-    wait "$child" && rc=0 || rc=$?
-    kill -0 "$child" 2>/dev/null || break
-  done
-  exit "$rc"
-}
-
 # ---------------------------------------------------------------- main
 (($# >= 2)) || usage
-cmd=$1 DIR=$2 SELF=$(realpath "$0")
+cmd=$1
+set_dir "$cmd" "$2"
 shift 2
-[[ $cmd == start || $cmd == run ]] && mkdir -p "$DIR"
-if [[ -d $DIR ]]; then DIR=$(cd "$DIR" && pwd -P); else DIR=$(realpath -m "$DIR"); fi
 case $cmd in
   start)   do_start ;;
   stop)    setup_users; do_stop ;;

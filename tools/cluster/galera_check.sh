@@ -20,12 +20,15 @@
 # Prints one summary line per strategy; exits 0 when everything held, 1 otherwise.
 set -uo pipefail
 
-die() { echo "galera_check: $*" >&2; exit 1; }
+TOOL=galera_check
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# die, say, usage_full
+# shellcheck source=tools/lib/servers.sh
+source "$HERE/../lib/servers.sh"
 
 if [[ ${1:-} != --in-cluster ]]; then
-  [[ $# -ge 1 ]] || { sed -n '4,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+  [[ $# -ge 1 ]] || usage_full
   DIR=$1; shift
   if [[ -z ${SQLOCK:-} ]]; then
     if [[ -x $ROOT/build/ci/sqlock ]]; then SQLOCK=$ROOT/build/ci/sqlock; else SQLOCK=sqlock; fi

@@ -11,12 +11,15 @@
 # and the slowest run; stops the cluster. Uses SQLOCK (default: build/ci/sqlock of this tree).
 set -uo pipefail
 
-die() { echo "pg_failover_cli_check: $*" >&2; exit 1; }
+TOOL=pg_failover_cli_check
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# die, say, usage_full
+# shellcheck source=tools/lib/servers.sh
+source "$HERE/../lib/servers.sh"
 
 if [[ ${1:-} != --in-cluster ]]; then
-  [[ $# -eq 1 ]] || { sed -n '4,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+  [[ $# -eq 1 ]] || usage_full
   export SQLOCK=${SQLOCK:-$ROOT/build/ci/sqlock}
   [[ -x $SQLOCK ]] || die "no sqlock CLI ($SQLOCK): build it or set SQLOCK"
   exec "$HERE/pg_replica.sh" run "$1" -- bash "$0" --in-cluster

@@ -42,68 +42,25 @@ PGBIN=/usr/lib/postgresql/15/bin
 WAIT_SECS=${WAIT_SECS:-60}
 SYNC_NAMES="FIRST 1 (standby1)"
 
-die() { echo "pg_replica: $*" >&2; exit 1; }
-say() { echo "pg_replica: $*" >&2; }
-usage() { sed -n '4,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+TOOL=pg_replica SERVER_USERS=(postgres)
+# die, say, usage, setup_users, as_pg, alive, stop_process, pick_port, do_run, ...
+# shellcheck source=tools/lib/servers.sh
+source "$(dirname "$(realpath "$0")")/../lib/servers.sh"
 
 # ---------------------------------------------------------------- helpers
 ensure_packages() {   # $1: pgctl|patroni
-  local b missing=() pkgs=()
+  local b pkgs=()
   for b in "$PGBIN"/{initdb,pg_ctl,pg_isready,psql,pg_basebackup,pg_rewind}; do
-    [[ -x $b ]] || missing=(postgresql-15)
+    [[ -x $b ]] || pkgs+=(postgresql-15)
   done
-  [[ -n ${missing[*]} ]] && pkgs+=(postgresql-15)
   if [[ $1 == patroni ]]; then
     [[ -x /usr/bin/patroni ]] || pkgs+=(patroni)
     [[ -x /usr/bin/etcd ]] || pkgs+=(etcd-server)
     /usr/bin/python3 -c 'import etcd' 2>/dev/null || pkgs+=(python3-etcd)
     command -v curl >/dev/null || pkgs+=(curl)
   fi
-  ((${#pkgs[@]})) || return 0
-  [[ $EUID -eq 0 ]] || die "missing packages: ${pkgs[*]}; install them (apt-get install ${pkgs[*]})"
-  say "installing ${pkgs[*]} via apt"
-  apt-get update >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${pkgs[@]}" >&2
+  install_packages --no-install-recommends "${pkgs[@]}"
 }
-
-setup_users() {
-  if [[ $EUID -eq 0 ]]; then
-    PG_OS_USER=postgres
-    id -u "$PG_OS_USER" >/dev/null 2>&1 ||
-      useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$PG_OS_USER"
-  else
-    PG_OS_USER=$(id -un)
-  fi
-}
-
-# Run a command as the PostgreSQL OS user (cd / first: it may not reach the cwd).
-as_pg() {
-  if [[ $EUID -eq 0 ]]; then (cd / && runuser -u "$PG_OS_USER" -- "$@"); else "$@"; fi
-}
-
-check_traversable() {
-  [[ $EUID -eq 0 ]] || return 0
-  (cd / && runuser -u "$PG_OS_USER" -- test -x "$DIR") ||
-    die "user '$PG_OS_USER' cannot reach $DIR: a parent directory (e.g. /root) lacks o+x; chmod o+x it or use another DIR"
-}
-
-# True if PID is a live (non-zombie) process whose command name matches regex $2.
-alive() {
-  local pid=$1 stat
-  [[ $pid =~ ^[0-9]+$ ]] && stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
-  stat=${stat##*) }
-  [[ ${stat%% *} != Z ]] || return 1
-  [[ $(cat "/proc/$pid/comm" 2>/dev/null) =~ $2 ]]
-}
-
-wait_gone() {   # pid seconds comm-regex
-  local deadline=$((SECONDS + $2))
-  while alive "$1" "$3"; do ((SECONDS < deadline)) || return 1; sleep 0.1; done
-}
-
-# pick_port: a free port (SQLOCK_TEST_PORTS, tools/free_port.sh).
-# shellcheck source=tools/free_port.sh
-source "$(dirname "$(realpath "$0")")/../free_port.sh"
 
 now_us() { echo "${EPOCHREALTIME/./}"; }
 ms_since() { echo $(( ($(now_us) - $1) / 1000 )); }
@@ -246,30 +203,20 @@ basebackup() {   # node-to-create source-node
 # Stop postmaster of node $1: pg_ctl -m fast, then -m immediate, then SIGKILL of the
 # postmaster and its children. Handles a SIGSTOPped server.
 stop_node() {
-  local n=$1 pid kids d; d=$(node_dir "$n"); pid=$(node_pid "$n")
+  local n=$1 pid d; d=$(node_dir "$n"); pid=$(node_pid "$n")
   alive "$pid" '^postgres$' || return 0
-  kids=$(cat /proc/"$pid"/task/*/children 2>/dev/null || true)
-  # shellcheck disable=SC2086
-  kill -CONT "$pid" $kids 2>/dev/null || true
+  signal_tree CONT "$pid"
   as_pg "$PGBIN/pg_ctl" stop -D "$d" -m fast -w -t 20 >/dev/null 2>&1 || true
   wait_gone "$pid" 2 '^postgres$' && return 0
   say "node$n did not stop with -m fast; -m immediate"
-  as_pg "$PGBIN/pg_ctl" stop -D "$d" -m immediate -w -t 10 >/dev/null 2>&1 || true
-  wait_gone "$pid" 2 '^postgres$' && return 0
-  kids=$(cat /proc/"$pid"/task/*/children 2>/dev/null || true)
-  # shellcheck disable=SC2086
-  kill -KILL "$pid" $kids 2>/dev/null || true
-  wait_gone "$pid" 5 '^postgres$' || say "node$n: pid $pid would not die"
+  stop_process "node$n" "$pid" '^postgres$' 2 as_pg "$PGBIN/pg_ctl" stop -D "$d" -m immediate -w -t 10
 }
 
-# Stop a helper daemon (patroni, etcd) whose pid is in file $1, comm regex $2.
+# Stop a helper daemon (patroni, etcd) whose pid is in file $1, comm regex $2: SIGTERM, SIGKILL
+# if not gone within 30 s.
 stop_daemon() {
   local pid; pid=$(cat "$1" 2>/dev/null || true)
-  if alive "$pid" "$2"; then
-    kill -CONT "$pid" 2>/dev/null || true
-    kill -TERM "$pid" 2>/dev/null || true
-    wait_gone "$pid" 30 "$2" || { kill -KILL "$pid" 2>/dev/null || true; wait_gone "$pid" 5 "$2" || true; }
-  fi
+  stop_process "$(basename "$1" .pid)" "$pid" "$2" 30 kill -TERM "$pid"
   rm -f "$1"
 }
 
@@ -327,8 +274,7 @@ pgctl_failover() {
   LAST_CRASH_AT=$EPOCHREALTIME
   local pid; pid=$(node_pid "$old")
   if alive "$pid" '^postgres$'; then
-    # shellcheck disable=SC2046
-    kill -CONT "$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null || true) 2>/dev/null || true
+    signal_tree CONT "$pid"
     as_pg "$PGBIN/pg_ctl" stop -D "$(node_dir "$old")" -m immediate -w -t 30 >/dev/null ||
       die "could not crash node$old"
   fi
@@ -565,8 +511,7 @@ patroni_failover() {
   # Crash the primary's postgres. Its Patroni notices; with primary_start_timeout 0 it gives
   # up the leader key instead of restarting it, and the sync standby's Patroni promotes.
   local pid; pid=$(node_pid "$old")
-  # shellcheck disable=SC2046
-  kill -CONT "$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null || true) 2>/dev/null || true
+  signal_tree CONT "$pid"
   as_pg "$PGBIN/pg_ctl" stop -D "$(node_dir "$old")" -m immediate -w -t 30 >/dev/null ||
     die "could not crash node$old"
   ms_crash=$(ms_since "$t0")
@@ -607,9 +552,7 @@ do_stop() {
   # Patroni stops its postgres; a SIGSTOPped one would keep it waiting.
   for n in 1 2; do
     pid=$(node_pid "$n")
-    # shellcheck disable=SC2046
-    alive "$pid" '^postgres$' &&
-      { kill -CONT "$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null || true) 2>/dev/null || true; }
+    if alive "$pid" '^postgres$'; then signal_tree CONT "$pid"; fi
   done
   for n in 1 2; do
     [[ -f $DIR/patroni$n.pid ]] && stop_daemon "$DIR/patroni$n.pid" '^patroni$'
@@ -618,15 +561,6 @@ do_stop() {
   [[ -f $DIR/etcd.pid ]] && stop_daemon "$DIR/etcd.pid" '^etcd$'
   rm -f "$DIR/env.sh"
   return 0
-}
-
-start_failed() {
-  local f
-  say "start failed; log tails follow"
-  for f in "$DIR"/node1.log "$DIR"/node2.log "$DIR"/patroni1.log "$DIR"/patroni2.log "$DIR"/etcd.log; do
-    [[ -s $f ]] && { echo "==> $f <==" >&2; tail -n 30 "$f" >&2; }
-  done
-  do_stop || true
 }
 
 do_start() {
@@ -646,12 +580,12 @@ do_start() {
   rm -rf "$DIR"/node1 "$DIR"/node2 "$DIR"/sock1 "$DIR"/sock2 "$DIR"/node{1,2}.log "$DIR"/etcd* \
     "$DIR"/patroni* "$DIR"/cluster.state "$DIR"/env.sh
   check_traversable
-  (( ${#DIR} <= 80 )) || die "DIR path too long for unix sockets (${#DIR} > 80 chars): $DIR"
-  PW=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-  RPW=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  check_dir_length 80   # $DIR/sock1/.s.PGSQL.PORT.lock
+  PW=$(random_password)
+  RPW=$(random_password)
   PORT1=$(pick_port); PORT2=$(pick_port "$PORT1")
   PRIMARY=1 FAILOVERS=0 LAST_CRASH_AT=
-  trap start_failed EXIT
+  trap 'start_failed "$DIR"/node1.log "$DIR"/node2.log "$DIR"/patroni1.log "$DIR"/patroni2.log "$DIR"/etcd.log' EXIT
   local t0; t0=$(now_us)
   save_state
   if [[ $MANAGER == pgctl ]]; then pgctl_start; else patroni_start; fi
@@ -699,39 +633,15 @@ do_env() {
   if [[ -f $DIR/env.sh ]] && node_alive "$PRIMARY"; then
     cat "$DIR/env.sh"
   else
-    echo "pg_replica: not running in $DIR" >&2; exit 1
+    say "not running in $DIR"; exit 1
   fi
-}
-
-do_run() {
-  local startargs=()
-  while (($#)) && [[ $1 != -- ]]; do startargs+=("$1"); shift; done
-  [[ ${1:-} == -- ]] && shift
-  (($#)) || usage
-  trap 'bash "$SELF" stop "$DIR"' EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
-  # A separate process for start, so the servers are never children of this shell.
-  bash "$SELF" start "$DIR" "${startargs[@]}" >&2
-  # shellcheck disable=SC1091
-  source "$DIR/env.sh"
-  # Background + wait: bash defers traps until a foreground child exits.
-  "$@" <&0 &
-  local child=$! rc
-  trap 'kill -TERM $child 2>/dev/null || true' INT TERM
-  while :; do
-    wait "$child" && rc=0 || rc=$?
-    kill -0 "$child" 2>/dev/null || break
-  done
-  exit "$rc"
 }
 
 # ---------------------------------------------------------------- main
 (($# >= 2)) || usage
-cmd=$1 DIR=$2 SELF=$(realpath "$0")
+cmd=$1
+set_dir "$cmd" "$2"
 shift 2
-[[ $cmd == start || $cmd == run ]] && mkdir -p "$DIR"
-if [[ -d $DIR ]]; then DIR=$(cd "$DIR" && pwd -P); else DIR=$(realpath -m "$DIR"); fi
 case $cmd in
   start)    do_start "$@" ;;
   stop)     setup_users; do_stop ;;
@@ -739,6 +649,8 @@ case $cmd in
   rejoin)   setup_users; do_rejoin ;;
   status)   setup_users; do_status ;;
   env)      do_env ;;
-  run)      do_run "$@" ;;
+  run)      # [--manager M] -- CMD...: what precedes "--" goes to start
+            while (($#)) && [[ $1 != -- ]]; do START_ARGS+=("$1"); shift; done
+            do_run "$@" ;;
   *)        usage ;;
 esac

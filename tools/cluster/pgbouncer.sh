@@ -31,54 +31,19 @@ BOUNCER=/usr/sbin/pgbouncer
 PGBIN=/usr/lib/postgresql/15/bin
 WAIT_SECS=30
 
-die() { echo "pgbouncer.sh: $*" >&2; exit 1; }
-usage() { sed -n '4,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+TOOL=pgbouncer.sh SERVER_USERS=(postgres)   # pgbouncer runs as PG_OS_USER
+# die, say, usage, setup_users, as_pg, alive, stop_process, pick_port, do_run, ...
+# shellcheck source=tools/lib/servers.sh
+source "$(dirname "$(realpath "$0")")/../lib/servers.sh"
 
 # ---------------------------------------------------------------- helpers
+# The package's own service must not start (policy-rc.d usually prevents it in containers); we
+# never use /etc/pgbouncer or the system service.
 ensure_binaries() {
   [[ -x $BOUNCER ]] && return 0
-  [[ $EUID -eq 0 ]] || die "$BOUNCER missing; install pgbouncer"
-  echo "pgbouncer.sh: installing pgbouncer via apt" >&2
-  # The package's own service must not start (policy-rc.d usually prevents it in containers);
-  # we never use /etc/pgbouncer or the system service.
-  DEBIAN_FRONTEND=noninteractive apt-get install -y pgbouncer >&2 || {
-    apt-get update >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y pgbouncer >&2
-  }
+  install_packages pgbouncer
   [[ -x $BOUNCER ]] || die "pgbouncer still missing after apt-get install"
 }
-
-setup_user() {
-  if [[ $EUID -eq 0 ]]; then
-    BOUNCER_OS_USER=postgres
-    id -u "$BOUNCER_OS_USER" >/dev/null 2>&1 ||
-      useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$BOUNCER_OS_USER"
-  else
-    BOUNCER_OS_USER=$(id -un)
-  fi
-}
-
-as_bouncer_user() {
-  if [[ $EUID -eq 0 ]]; then (cd / && runuser -u "$BOUNCER_OS_USER" -- "$@"); else "$@"; fi
-}
-
-# True if PID is a live (non-zombie) process whose command name matches regex $2.
-alive() {
-  local pid=$1 stat
-  [[ $pid =~ ^[0-9]+$ ]] && stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
-  stat=${stat##*) }
-  [[ ${stat%% *} != Z ]] || return 1
-  [[ $(cat "/proc/$pid/comm" 2>/dev/null) =~ $2 ]]
-}
-
-wait_gone() {
-  local deadline=$((SECONDS + $2))
-  while alive "$1" "$3"; do ((SECONDS < deadline)) || return 1; sleep 0.1; done
-}
-
-# pick_port: a free port (SQLOCK_TEST_PORTS, tools/free_port.sh).
-# shellcheck source=tools/free_port.sh
-source "$(dirname "$(realpath "$0")")/../free_port.sh"
 
 bouncer_pid() { cat "$DIR/bouncer/pgbouncer.pid" 2>/dev/null || true; }
 
@@ -87,35 +52,23 @@ do_stop() {
   [[ -d $DIR ]] || return 0
   local pid
   pid=$(bouncer_pid)
-  if alive "$pid" '^pgbouncer$'; then
-    kill -CONT "$pid" 2>/dev/null || true
-    # SIGTERM: immediate shutdown (SIGINT would wait for clients to finish).
-    kill -TERM "$pid" 2>/dev/null || true
-    if ! wait_gone "$pid" 10 '^pgbouncer$'; then
-      kill -KILL "$pid" 2>/dev/null || true
-      wait_gone "$pid" 5 '^pgbouncer$' || echo "pgbouncer.sh: pgbouncer $pid would not die" >&2
-    fi
-  fi
+  # SIGTERM: immediate shutdown (SIGINT would wait for clients to finish); SIGKILL after 10 s.
+  stop_process pgbouncer "$pid" '^pgbouncer$' 10 kill -TERM "$pid"
   rm -f "$DIR/bouncer/pgbouncer.pid" "$DIR/env.sh"
   [[ -d $DIR/db ]] && bash "$TESTDB" stop "$DIR/db"
   return 0
 }
 
-start_failed() {
-  echo "pgbouncer.sh: start failed" >&2
-  [[ -s $DIR/bouncer/pgbouncer.log ]] && { echo "==> $DIR/bouncer/pgbouncer.log <==" >&2; tail -n 30 "$DIR/bouncer/pgbouncer.log" >&2; }
-  do_stop || true
-}
-
 do_start() {
   ensure_binaries
-  setup_user
+  setup_users
   do_stop
   rm -rf "$DIR/bouncer"
+  check_traversable
   local mode=${BOUNCER_POOL_MODE:-transaction} size=${BOUNCER_POOL_SIZE:-4}
   [[ $mode =~ ^(session|transaction|statement)$ ]] || die "BOUNCER_POOL_MODE must be session, transaction or statement"
   [[ $size =~ ^[1-9][0-9]*$ ]] || die "BOUNCER_POOL_SIZE must be a positive number"
-  trap start_failed EXIT
+  trap 'start_failed "$DIR/bouncer/pgbouncer.log"' EXIT
 
   bash "$TESTDB" start "$DIR/db" >&2
   local direct pw pgport pgpid
@@ -159,9 +112,9 @@ log_connections = 0
 log_disconnections = 0
 EOF
   touch "$b/pgbouncer.log"
-  chown -R "$BOUNCER_OS_USER:" "$b"
+  chown -R "$PG_OS_USER:" "$b"
   # -d: daemonize (setsid, detached from us); the pid file names the daemon.
-  as_bouncer_user "$BOUNCER" -d -q "$b/pgbouncer.ini" || die "pgbouncer -d failed"
+  as_pg "$BOUNCER" -d -q "$b/pgbouncer.ini" || die "pgbouncer -d failed"
 
   # Bounded wait: the pid file, then a real query through it (login + a server connection).
   local deadline=$((SECONDS + WAIT_SECS))
@@ -195,40 +148,19 @@ do_env() {
   if [[ -f $DIR/env.sh ]] && alive "$(bouncer_pid)" '^pgbouncer$'; then
     cat "$DIR/env.sh"
   else
-    echo "pgbouncer.sh: not running in $DIR" >&2; exit 1
+    say "not running in $DIR"; exit 1
   fi
-}
-
-do_run() {
-  [[ ${1:-} == -- ]] && shift
-  (($#)) || usage
-  trap 'bash "$SELF" stop "$DIR"' EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
-  bash "$SELF" start "$DIR" >&2
-  # shellcheck disable=SC1091
-  source "$DIR/env.sh"
-  # Background + wait so that a TERM to us reaches CMD at once (see tools/testdb.sh).
-  "$@" <&0 &
-  local child=$! rc
-  trap 'kill -TERM $child 2>/dev/null || true' INT TERM
-  while :; do
-    wait "$child" && rc=0 || rc=$?
-    kill -0 "$child" 2>/dev/null || break
-  done
-  exit "$rc"
 }
 
 # ---------------------------------------------------------------- main
 (($# >= 2)) || usage
-cmd=$1 DIR=$2 SELF=$(realpath "$0")
+cmd=$1
 TESTDB="$(dirname "$SELF")/../testdb.sh"
+set_dir "$cmd" "$2"
 shift 2
-[[ $cmd == start || $cmd == run ]] && mkdir -p "$DIR"
-if [[ -d $DIR ]]; then DIR=$(cd "$DIR" && pwd -P); else DIR=$(realpath -m "$DIR"); fi
 case $cmd in
   start) do_start ;;
-  stop)  setup_user; do_stop ;;
+  stop)  setup_users; do_stop ;;
   env)   do_env ;;
   run)   do_run "$@" ;;
   *)     usage ;;

@@ -15,10 +15,14 @@
 # each step, so every step starts with fresh server sessions.
 set -uo pipefail
 
-die() { echo "pgbouncer_sqlock_check: $*" >&2; exit 2; }
-[[ $# -ge 1 ]] || { sed -n '4,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+TOOL=pgbouncer_sqlock_check
+HERE=$(cd "$(dirname "$0")" && pwd)
+# die, say, usage_full
+# shellcheck source=tools/lib/servers.sh
+source "$HERE/../lib/servers.sh"
+[[ $# -ge 1 ]] || usage_full
 DIR=$1; shift
-[[ -f $DIR/env.sh ]] || die "no $DIR/env.sh: start tools/cluster/pgbouncer.sh first"
+[[ -f $DIR/env.sh ]] || { say "no $DIR/env.sh: start tools/cluster/pgbouncer.sh first"; exit 2; }
 # shellcheck disable=SC1091
 source "$DIR/env.sh"
 SQLOCK=${SQLOCK:-sqlock}
