@@ -222,6 +222,20 @@ struct clock_step_record {
     std::chrono::milliseconds age{0};  ///< how long ago, by the database's clock
 };
 
+/// How database::migrate() shares the lock tables with the lock traffic of other hosts (a
+/// rolling upgrade migrates while older and newer hosts lock).
+struct migrate_options {
+    /// The longest one DDL statement of a migration waits for a lock on a table. Lock traffic
+    /// that queues behind the waiting DDL (PostgreSQL, MariaDB: every statement on that table)
+    /// waits at most this long per try. At least 1 ms; MariaDB rounds it up to whole seconds.
+    std::chrono::milliseconds lock_wait{std::chrono::seconds(1)};
+    /// How long migrate() keeps trying a step whose DDL could not get its lock in time (lock
+    /// holders keep transactions open on the table: a select_for_update holder for as long as
+    /// it holds), pausing between tries so that lock traffic flows; then errc::timeout. Zero:
+    /// one try.
+    std::chrono::milliseconds wait{std::chrono::minutes(5)};
+};
+
 /// One migration and whether it is applied.
 struct migration_state {
     int version = 0;      ///< schema version it brings the lock tables to (1, 2, ...)
@@ -248,8 +262,13 @@ public:
     const std::string& table_prefix() const noexcept;
 
     /// Creates or upgrades the lock tables. Idempotent; several processes may run it at once
-    /// (they serialise on a database-side lock). Throws sqlock::error.
+    /// (they serialise on a database-side lock). Safe beside lock traffic: each DDL statement
+    /// waits for its table lock at most migrate_options::lock_wait (default 1 s) at a time,
+    /// retried for up to migrate_options::wait (default 5 min). Throws sqlock::error
+    /// (errc::timeout when a step could not get its table lock within `wait`).
     void migrate();
+    /// migrate() with `options`.
+    void migrate(const migrate_options& options);
     /// The DDL migrate() would apply from scratch, for a DBA's own migration tool.
     std::string migration_script() const;
     /// Schema version currently applied (0 when none) and the version this library expects.

@@ -58,6 +58,8 @@ enum class statement : std::size_t {
                           ///<   can share the tables migrated above it (NULL: none above)
     migrate_lock,         ///< take the cross-process migration lock (session level)
     migrate_unlock,       ///< release it
+    migrate_lock_wait,     ///< $1 ms: the longest a migration step's DDL waits for a table lock
+    migrate_lock_wait_end, ///< the session's lock wait back to its default after migrating
     // select_for_update, on a pinned lock-holder session unless marked (pool):
     fu_session,     ///< $1 owner $2 ttl_ms: per-session guards (idle-transaction timeout...)
     fu_wait,        ///< $1 wait_ms (-1 = do not wait, 0 = forever): server-side lock wait
@@ -153,6 +155,8 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "migrations_compat",
     "migrate_lock",
     "migrate_unlock",
+    "migrate_lock_wait",
+    "migrate_lock_wait_end",
     "fu_session",
     "fu_wait",
     "fu_begin",

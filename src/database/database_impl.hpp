@@ -346,6 +346,13 @@ private:
     std::unordered_map<std::string, std::weak_ptr<turnstile>> m_gates;
 };
 
+/// Applies the migrations of `list` not yet recorded in `db`'s tables, in order, under the
+/// cross-process migration lock (database::migrate(), and tests with migrations of their
+/// own). Each DDL statement waits at most options.lock_wait for a table lock; a step that
+/// could not get one is tried again until options.wait has passed. Throws sqlock::error.
+void run_migrations(database_impl& db, const std::vector<database_impl::migration>& list,
+                    const migrate_options& options);
+
 /// While alive, run() and run_async_release() of `db` on this thread send through `s`
 /// instead of a pooled session, so that a lock's statements share the one connection it
 /// already keeps (a queue seat, a waiter's session: DESIGN §12). A null or broken `s` routes

@@ -1,11 +1,12 @@
 // Migrations: the versioned schema scripts embedded in the library, applying them under a
 // migration lock, printing them for a DBA, and checking a handle's schema version.
-#include "base/embedded.hpp"
 #include "backends/backend.hpp"
+#include "base/embedded.hpp"
 #include "database/database_impl.hpp"
 
 #include <algorithm>
 #include <charconv>
+#include <thread>
 
 namespace sqlock::detail {
 
@@ -48,63 +49,107 @@ std::vector<database_impl::migration> database_impl::migrations() const {
     return out;
 }
 
-} // namespace sqlock::detail
-
-namespace sqlock {
-
 namespace {
 
-std::string migrate_lock_key(const database& db) {
-    return "sqlock_migrate:" + db.table_prefix();
+using migration = database_impl::migration;
+
+std::vector<int> applied_versions(session& s) {
+    std::vector<int> versions;
+    for (const auto& r : s.execute(statement::migrations_applied, {}).rows)
+        versions.push_back(static_cast<int>(column_int(r.at(0))));
+    return versions;
 }
 
-std::vector<int> applied_versions(detail::session& s) {
-    std::vector<int> versions;
-    for (const auto& r : s.execute(detail::statement::migrations_applied, {}).rows)
-        versions.push_back(static_cast<int>(detail::column_int(r.at(0))));
-    return versions;
+/// One try at migration `m` on `s`: nothing when it is recorded as applied; else its script,
+/// each DDL statement waiting at most `lock_wait` for a table lock, and its record. Inside one
+/// transaction where DDL is transactional (a failed try leaves nothing); elsewhere the
+/// scripts are idempotent statement by statement (IF NOT EXISTS), so a try may run again.
+void apply_once(session& s, const migration& m, bool transactional,
+                std::chrono::milliseconds lock_wait) {
+    if (transactional)
+        s.begin();
+    // Re-read inside the transaction: on SQLite, BEGIN IMMEDIATE is what serialises
+    // concurrent migrators, so an earlier read may be stale.
+    const auto applied = applied_versions(s);
+    if (std::find(applied.begin(), applied.end(), m.version) == applied.end()) {
+        s.execute(statement::migrate_lock_wait, {std::int64_t{lock_wait.count()}});
+        s.execute_script(m.sql);
+        s.execute(statement::migration_record, {std::int64_t{m.version}, std::string_view(m.name),
+                                                std::int64_t{m.compatible_from}});
+    }
+    if (transactional)
+        s.commit();
+}
+
+/// Applies `m`, trying again while its DDL cannot get a table lock within the lock wait
+/// (errc::timeout), with pauses between tries (so lock traffic flows), until `deadline`.
+void apply_patiently(session& s, const migration& m, bool transactional,
+                     const migrate_options& options,
+                     std::chrono::steady_clock::time_point deadline) {
+    auto pause = std::chrono::milliseconds(250);
+    for (int tries = 1;; ++tries) {
+        try {
+            apply_once(s, m, transactional, options.lock_wait);
+            return;
+        } catch (const error& e) {
+            if (transactional)
+                s.rollback();
+            if (e.code() != errc::timeout)
+                throw;
+            if (std::chrono::steady_clock::now() + pause >= deadline)
+                throw error(
+                    errc::timeout,
+                    "migration " + m.name + " could not get the table locks its DDL needs in " +
+                        std::to_string(tries) + " tries over " +
+                        std::to_string(options.wait.count()) +
+                        " ms: lock holders keep transactions open on the lock tables (a "
+                        "select_for_update holder for as long as it holds). Each try held lock "
+                        "traffic up for at most " +
+                        std::to_string(options.lock_wait.count()) +
+                        " ms. Run it again when they are released, or give it longer (wait) (" +
+                        e.what() + ")",
+                    e.backend(), e.native_code(), e.sqlstate());
+        }
+        std::this_thread::sleep_for(pause);
+        pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(4));
+    }
 }
 
 } // namespace
 
-void database::migrate() {
-    using detail::statement;
-    const auto key = migrate_lock_key(*this);
-    const bool transactional_ddl = m_impl->traits().transactional_ddl;
-    auto s = m_impl->checkout();
+void run_migrations(database_impl& db, const std::vector<migration>& list,
+                    const migrate_options& options) {
+    if (options.lock_wait.count() < 1 || options.wait.count() < 0)
+        throw error(errc::invalid_argument,
+                    "migrate: lock_wait must be at least 1 ms and wait not negative");
+    const auto deadline = std::chrono::steady_clock::now() + options.wait;
+    const bool transactional = db.traits().transactional_ddl;
+    const std::string key = "sqlock_migrate:" + db.options().table_prefix;
+    auto s = db.checkout();
+    s->execute(statement::migrate_lock, {std::string_view(key)});
     try {
-        s->execute(statement::migrate_lock, {key});
-        try {
-            s->execute(statement::migrations_bootstrap, {});
-            for (const auto& m : m_impl->migrations()) {
-                if (transactional_ddl)
-                    s->begin();
-                // Re-read inside the transaction: on SQLite, BEGIN IMMEDIATE is what
-                // serialises concurrent migrators, so an earlier read may be stale.
-                const auto applied = applied_versions(*s);
-                if (std::find(applied.begin(), applied.end(), m.version) != applied.end()) {
-                    if (transactional_ddl)
-                        s->commit();
-                    continue;
-                }
-                s->execute_script(m.sql);
-                s->execute(statement::migration_record,
-                           {std::int64_t{m.version}, std::string_view(m.name),
-                            std::int64_t{m.compatible_from}});
-                if (transactional_ddl)
-                    s->commit();
-            }
-        } catch (...) {
-            if (transactional_ddl)
-                s->rollback();
-            try {
-                s->execute(statement::migrate_unlock, {key});
-            } catch (const error&) {
-                // The session is probably broken; the server drops its lock with it.
-            }
-            throw;
-        }
-        s->execute(statement::migrate_unlock, {key});
+        s->execute(statement::migrations_bootstrap, {});
+        for (const auto& m : list)
+            apply_patiently(*s, m, transactional, options, deadline);
+        s->execute(statement::migrate_lock_wait_end, {});
+    } catch (...) {
+        s.discard(); // a failed step may leave its lock wait set: never pool it
+        throw;       // (the server drops the migration lock with the session)
+    }
+    s->execute(statement::migrate_unlock, {std::string_view(key)});
+}
+
+} // namespace sqlock::detail
+
+namespace sqlock {
+
+void database::migrate() {
+    migrate(migrate_options{});
+}
+
+void database::migrate(const migrate_options& options) {
+    try {
+        detail::run_migrations(*m_impl, m_impl->migrations(), options);
         m_impl->note_schema_version(expected_schema_version(backend()), true);
     } catch (const error& e) {
         throw error(e.code(), "migrating " + m_impl->config().redacted_url + " failed: " + e.what(),
@@ -155,7 +200,7 @@ int database::oldest_usable_schema_version(backend_kind kind) {
 int database::schema_version() {
     try {
         auto s = m_impl->checkout();
-        const auto versions = applied_versions(*s);
+        const auto versions = detail::applied_versions(*s);
         return versions.empty() ? 0 : versions.back();
     } catch (const error& e) {
         if (e.code() == errc::schema_missing)
@@ -174,7 +219,7 @@ void detail::database_impl::require_schema() {
     auto s = checkout();
     int version = 0;
     try {
-        const auto versions = applied_versions(*s);
+        const auto versions = detail::applied_versions(*s);
         version = versions.empty() ? 0 : versions.back();
     } catch (const error& e) {
         if (e.code() != errc::schema_missing)
@@ -224,7 +269,7 @@ std::vector<migration_state> database::migration_status() {
     std::vector<int> applied;
     try {
         auto s = m_impl->checkout();
-        applied = applied_versions(*s);
+        applied = detail::applied_versions(*s);
     } catch (const error& e) {
         if (e.code() != errc::schema_missing)
             throw;

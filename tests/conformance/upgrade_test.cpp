@@ -52,8 +52,9 @@ void migrate_to_7(sqlock::database& db) {
 }
 
 /// A migration the contract allows, as a later release might ship it: a new table and a
-/// nullable column on the lock table, recorded as version `version`, compatible from `from`.
-void apply_additive_migration(sqlock::database& db, int version, int from) {
+/// nullable column on the lock table, as version `version`, compatible from `from`.
+sqlock::detail::database_impl::migration additive_migration(sqlock::database& db, int version,
+                                                            int from) {
     auto& impl = *db.impl();
     const auto locks = impl.expand("{locks}");
     const auto extra = db.table_prefix() + "upgrade_extra";
@@ -63,17 +64,22 @@ void apply_additive_migration(sqlock::database& db, int version, int from) {
         sql += "ALTER TABLE " + locks + " ADD COLUMN note text NULL;\n";
         break;
     case sqlock::backend_kind::mysql:
-        sql = "CREATE TABLE " + extra + " (id INT PRIMARY KEY, note TEXT) ENGINE = InnoDB;\n" +
-              "ALTER TABLE " + locks + " ADD COLUMN note VARCHAR(64) NULL;\n";
+        // MariaDB's DDL commits as it goes, so a migration may run again after a failed try:
+        // every statement idempotent, as the contract asks.
+        sql = "CREATE TABLE IF NOT EXISTS " + extra +
+              " (id INT PRIMARY KEY, note TEXT) ENGINE = InnoDB;\n" + "ALTER TABLE " + locks +
+              " ADD COLUMN IF NOT EXISTS note VARCHAR(64) NULL;\n";
         break;
     case sqlock::backend_kind::sqlite:
         sql += "ALTER TABLE " + locks + " ADD COLUMN note TEXT;\n";
         break;
     }
-    sql += "INSERT INTO " + impl.expand("{migrations}") +
-           " (version, name, compatible_from) VALUES (" + std::to_string(version) +
-           ", 'test_additive', " + std::to_string(from) + ")";
-    impl.checkout()->execute_script(sql);
+    return {version, std::to_string(version) + "_test_additive.sql", sql, from};
+}
+
+/// Applies additive_migration() as migrate() applies its own.
+void apply_additive_migration(sqlock::database& db, int version, int from) {
+    sqlock::detail::run_migrations(*db.impl(), {additive_migration(db, version, from)}, {});
 }
 
 /// Locks and releases a new name with every strategy on `db`; returns the tokens granted.
@@ -134,6 +140,62 @@ TEST_SUITE("upgrade") {
         CHECK(later.schema_version() == mine + 1);
         const auto tokens = lock_each_strategy(later);
         CHECK(tokens.front() > waiter_token.load());
+    }
+
+    TEST_CASE("upgrade: a migration beside a held select_for_update lock holds lock traffic up "
+              "for at most its lock wait") {
+        // A select_for_update holder keeps a transaction open on the lock table for as long as
+        // it holds; DDL on that table waits for it, and (PostgreSQL, MariaDB) every later
+        // statement on the table queues behind the DDL. Without a bound, one long hold would
+        // stop all lock traffic until it ended.
+        const int mine = sqlock::database::expected_schema_version(test::backend().kind);
+        auto db = test::fresh_database("upgw_");
+        sqlock::mutex holder(db, test::unique_name("upgrade-row"),
+                             {.strategy = sqlock::strategy::select_for_update, .ttl = 30s});
+        REQUIRE(holder.try_lock_for(10s));
+        std::atomic<bool> done{false};
+        std::atomic<int> grants{0};
+        std::atomic<std::int64_t> worst_ms{0};
+        std::thread traffic([&] {
+            auto other = sqlock::connect(test::backend().url, test::own_tables("upgw_"));
+            while (!done) {
+                const auto started = std::chrono::steady_clock::now();
+                sqlock::mutex m(other, test::unique_name("upgrade-traffic"), {.ttl = 10s});
+                if (m.try_lock_for(20s)) {
+                    ++grants;
+                    m.unlock();
+                }
+                const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::steady_clock::now() - started)
+                                      .count();
+                worst_ms = std::max<std::int64_t>(worst_ms, took);
+            }
+        });
+        const sqlock::migrate_options options{.lock_wait = 1s, .wait = 4s};
+        const std::vector list{additive_migration(db, mine + 1, mine)};
+        if (test::backend().kind == sqlock::backend_kind::sqlite) {
+            // Its select_for_update locks a file of its own, not the database: no wait.
+            CHECK_NOTHROW(sqlock::detail::run_migrations(*db.impl(), list, options));
+        } else {
+            try {
+                sqlock::detail::run_migrations(*db.impl(), list, options);
+                FAIL("the migration altered the lock table under an open select_for_update");
+            } catch (const sqlock::error& e) {
+                CHECK(e.code() == sqlock::errc::timeout);
+                CHECK_MESSAGE(std::string(e.what()).find("select_for_update") != std::string::npos,
+                              e.what());
+            }
+        }
+        done = true;
+        traffic.join();
+        CHECK(grants.load() > 0);
+        CHECK_MESSAGE(worst_ms.load() < 2500, "a lock waited " << worst_ms.load() << " ms");
+        CHECK(holder.owns_lock());
+        holder.unlock();
+        // Released: the migration goes through, and the migrated tables lock.
+        sqlock::detail::run_migrations(*db.impl(), list, options);
+        CHECK(db.schema_version() == mine + 1);
+        CHECK(lock_each_strategy(db).size() == 3);
     }
 
     TEST_CASE("upgrade: tables that need a newer library are refused, naming both versions") {

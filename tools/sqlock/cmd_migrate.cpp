@@ -10,14 +10,27 @@ namespace sqlock::cli {
 int cmd_migrate(const options& o) {
     bool print = false;
     bool status = false;
-    for (const auto& a : o.args) {
+    sqlock::migrate_options migrating;
+    for (std::size_t i = 0; i < o.args.size(); ++i) {
+        const auto& a = o.args[i];
+        const auto value = [&]() -> const std::string& {
+            if (i + 1 >= o.args.size())
+                throw usage_error("migrate: " + a + " needs a duration (try 1s, 5m)");
+            return o.args[++i];
+        };
         if (a == "--print")
             print = true;
         else if (a == "--status")
             status = true;
+        else if (a == "--wait")
+            migrating.wait = duration_arg(a, value());
+        else if (a == "--lock-wait")
+            migrating.lock_wait = duration_arg(a, value());
         else
             throw usage_error("migrate: unknown option " + a);
     }
+    if (migrating.lock_wait.count() < 1)
+        throw usage_error("migrate: --lock-wait must be at least 1ms");
     if (status) {
         auto connect = o.connect;
         connect.check_schema = false; // reporting versions is the point
@@ -45,7 +58,7 @@ int cmd_migrate(const options& o) {
         throw usage_error("no database: pass --url URL or set SQLOCK_URL");
     auto db = sqlock::connect(o.url, connect);
     const int before = db.schema_version();
-    db.migrate();
+    db.migrate(migrating);
     const int after = db.schema_version();
     if (before == after)
         std::cout << "schema is up to date (version " << after << ") in " << db.url() << "\n";

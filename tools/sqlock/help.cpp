@@ -46,12 +46,15 @@ options take their value as "--ttl 5s" or "--ttl=5s", before or after a command'
 read (status, list, history, check, leader, migrate --status) never create an SQLite file.
 )";
 
-const char* const migrate_help = R"(usage: sqlock [--url URL] migrate [--print | --status]
+const char* const migrate_help = R"(usage: sqlock [--url URL] migrate [--wait D] [--lock-wait D] [--print | --status]
 
 Creates or upgrades sqlock's tables in the database. Idempotent; safe when several hosts run it
-at once. With --print, writes the DDL for the URL's backend to stdout instead (nothing is
-applied; the database is not contacted), for a DBA's own migration tool. With --status, lists
-each migration as applied or pending.
+at once, and beside their lock traffic: each DDL statement waits at most --lock-wait (default
+1s) for a lock on a table, so lock traffic queued behind it waits no longer; a step that could
+not get its lock is tried again, with pauses, for up to --wait (default 5m), then exit 75.
+With --print, writes the DDL for the URL's backend to stdout instead (nothing is applied; the
+database is not contacted), for a DBA's own migration tool. With --status, lists each
+migration as applied or pending.
 )";
 
 const char* const run_help =

@@ -1,0 +1,1 @@
+-- Nothing to send: migrate_lock_wait's setting ended with the step's transaction.

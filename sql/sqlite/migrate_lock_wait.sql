@@ -1,0 +1,2 @@
+-- Nothing to send: a migration step waits for the database's write lock like any writer (the
+-- busy timeout), and select_for_update holders lock files of their own, not the database.

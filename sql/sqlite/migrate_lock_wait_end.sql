@@ -1,0 +1,1 @@
+-- Nothing to send: migrate_lock_wait sent nothing.
