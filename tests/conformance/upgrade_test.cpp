@@ -4,6 +4,7 @@
 // applied above it, and refuses, naming both versions, tables that need a newer library.
 #include "backend_fixture.hpp"
 #include "database/database_impl.hpp"
+#include "support/additive_migration.hpp"
 
 #include <atomic>
 #include <doctest/doctest.h>
@@ -51,31 +52,7 @@ void migrate_to_7(sqlock::database& db) {
     }
 }
 
-/// A migration the contract allows, as a later release might ship it: a new table and a
-/// nullable column on the lock table, as version `version`, compatible from `from`.
-sqlock::detail::database_impl::migration additive_migration(sqlock::database& db, int version,
-                                                            int from) {
-    auto& impl = *db.impl();
-    const auto locks = impl.expand("{locks}");
-    const auto extra = db.table_prefix() + "upgrade_extra";
-    std::string sql = "CREATE TABLE " + extra + " (id INTEGER PRIMARY KEY, note TEXT);\n";
-    switch (db.backend()) {
-    case sqlock::backend_kind::postgresql:
-        sql += "ALTER TABLE " + locks + " ADD COLUMN note text NULL;\n";
-        break;
-    case sqlock::backend_kind::mysql:
-        // MariaDB's DDL commits as it goes, so a migration may run again after a failed try:
-        // every statement idempotent, as the contract asks.
-        sql = "CREATE TABLE IF NOT EXISTS " + extra +
-              " (id INT PRIMARY KEY, note TEXT) ENGINE = InnoDB;\n" + "ALTER TABLE " + locks +
-              " ADD COLUMN IF NOT EXISTS note VARCHAR(64) NULL;\n";
-        break;
-    case sqlock::backend_kind::sqlite:
-        sql += "ALTER TABLE " + locks + " ADD COLUMN note TEXT;\n";
-        break;
-    }
-    return {version, std::to_string(version) + "_test_additive.sql", sql, from};
-}
+using sqlock::test_support::additive_migration;
 
 /// Applies additive_migration() as migrate() applies its own.
 void apply_additive_migration(sqlock::database& db, int version, int from) {

@@ -33,8 +33,10 @@
 # --min-grants N: a run with fewer grants fails (floor=grants<N); so does, always, a run in which
 # a requested fault kind was never injected (floor=no-KIND). A run draws the kinds it has not
 # injected yet first.
-# NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|clock|partition|mix
-# (and failover, --failover only);
+# NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|clock|partition|migrate|mix
+# (and failover, --failover only); migrate applies a migration the compatibility contract allows
+# (a new table, a nullable column on the lock table) mid-run, as `sqlock migrate` would
+# (sqlock_torture_migrate); a migration that fails fails the run (migrate=FAILED);
 # "KIND:N" injects KIND at most N times. Prints one summary line per run; exits 1 if any run
 # failed (for --controls: if a control was NOT caught), 2 on bad usage.
 set -euo pipefail
@@ -105,6 +107,7 @@ if [[ ! $WRITER_SHARE =~ ^[0-9]+$ ]] || ((WRITER_SHARE > 100)); then die "--writ
 [[ $MIN_GRANTS =~ ^[0-9]+$ ]] || die "--min-grants wants N >= 0"
 WORKER=$BUILD/tools/torture/sqlock_torture_worker
 CHECK=$BUILD/tools/torture/sqlock_torture_check
+MIGRATOR=$BUILD/tools/torture/sqlock_torture_migrate
 CLI=$BUILD/sqlock
 for b in "$WORKER" "$CHECK" "$CLI"; do
   [[ -x $b ]] || die "$b missing: build first (cmake --preset ci && cmake --build --preset ci)"
@@ -130,6 +133,7 @@ RULE_TAG="sqlock-torture-$$"
 cleanup() {
   local p
   for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill -KILL "$p" 2>/dev/null || true; done
+  ((${MIGRATE_PID:-0})) && kill -KILL "$MIGRATE_PID" 2>/dev/null || true
   stop_reapers
   remove_rules
   if ((DB_STARTED)); then "$TESTDB" stop "$DB" >/dev/null 2>&1 || true; fi
@@ -296,10 +300,33 @@ applicable() {  # applicable KIND: is it meaningful for this backend?
     # SQLite has no server: its clock is each worker's own, and there is no network.
     session-kill|pause|clock|partition) [[ $BACKEND != sqlite && -z $CLUSTER ]] ;;
     failover) [[ -n $CLUSTER ]] ;;
+    migrate) [[ -z $CLUSTER ]] ;;
     *) die "unknown nemesis $1" ;;
   esac
 }
-ALL_KINDS=(kill stop session-kill crash pause clock partition)
+ALL_KINDS=(kill stop session-kill crash pause clock partition migrate)
+
+# migrate: one migration at a time, in the background (it may wait for select_for_update
+# holders, one second at a time); noted ended when the migrator exits.
+MIGRATE_PID=0 MIGRATE_FAILED=0
+nemesis_migrate() {
+  ((MIGRATE_PID)) && return 0
+  note fault migrate schema
+  "$MIGRATOR" "$URL" >>"$RUN/migrate.log" 2>&1 &
+  MIGRATE_PID=$!
+}
+end_migrate() {  # end_migrate [force]: note the migrator's end once it exited (force: wait)
+  ((MIGRATE_PID)) || return 0
+  if [[ ${1:-} != force ]]; then
+    local st; st=$(proc_state "$MIGRATE_PID")
+    [[ -z $st || $st == Z ]] || return 0
+  fi
+  local rc=0
+  wait "$MIGRATE_PID" || rc=$?
+  ((rc == 0)) || MIGRATE_FAILED=1
+  note fault_end migrate schema
+  MIGRATE_PID=0
+}
 
 nemesis_kill() {
   local pid slot; pid=$(victim); slot=$(slot_of_pid "$pid")
@@ -563,7 +590,7 @@ run_one() {
   PIDS=() SPAWNS=() STOP_SEEN=() STOP_NOTED=()
   SERVER_PORT=${URL##*:}; SERVER_PORT=${SERVER_PORT%%/*}
   [[ $BACKEND == sqlite ]] && SERVER_PORT=0
-  CLOCK_UNTIL=0 CLOCK_NEXT_SIGN=1 PART_UNTIL=0 PART_UIDS=0
+  CLOCK_UNTIL=0 CLOCK_NEXT_SIGN=1 PART_UNTIL=0 PART_UIDS=0 MIGRATE_PID=0 MIGRATE_FAILED=0
   [[ $BACKEND != sqlite && -n ${TESTDB_FAKETIME_FILE:-} ]] && set_clock 0
 
   IFS=, read -ra items <<<"$nemeses"
@@ -602,7 +629,7 @@ run_one() {
   next=$((start + INTERVAL / 2 + RANDOM % INTERVAL))
   while t=$(now_ms); ((t < end)); do
     monitor 2>>"$RUN/harness.err"
-    end_pause; end_clock; end_partition
+    end_pause; end_clock; end_partition; end_migrate
     if ((${#kinds[@]} && t >= next && !PAUSE_UNTIL)); then
       draw_kind "${kinds[@]}"; n=$DRAWN kind=${kinds[DRAWN]}
       used[$kind]=$((${used[$kind]:-0} + 1))
@@ -634,8 +661,8 @@ run_one() {
   close_pending_stops
   # Faults with a duration (pause, partition, a backward clock step) end first, so the tail's
   # liveness window is whole.
-  while ((PAUSE_UNTIL || CLOCK_UNTIL || PART_UNTIL)); do
-    monitor 2>>"$RUN/harness.err"; end_pause; end_clock; end_partition; sleep 0.05
+  while ((PAUSE_UNTIL || CLOCK_UNTIL || PART_UNTIL || MIGRATE_PID)); do
+    monitor 2>>"$RUN/harness.err"; end_pause; end_clock; end_partition; end_migrate; sleep 0.05
   done
   local quiet_end=$(($(now_ms) + tail_ms))
   while (($(now_ms) < quiet_end)); do monitor; end_pause; end_clock; end_partition; sleep 0.05; done
@@ -678,6 +705,7 @@ run_one() {
     [[ ${used[failover]:-0} -ge 1 ]] || { fields+=" failover=NOT-INJECTED"; rc=1; }
     fields+=" promote_ms=${promote:--}"
   fi
+  ((MIGRATE_FAILED)) && { fields+=" migrate=FAILED"; rc=1; }
   [[ $CONTROL != none ]] || check_floors "${wanted[@]}"
   secs=$(( ($(now_ms) - start) / 1000 ))
   if [[ $CONTROL != none ]]; then
@@ -780,7 +808,8 @@ case $MODE in
     STRATEGIES=unique_key,select_for_update,optimistic_version
     saved_ttl=$TTL saved_hold=$HOLD
     TTL=1000 HOLD=1-50
-    MIN_GRANTS=20; run_matrix kill,crash:1 8 4 || status=1
+    # A compatible migration applied mid-run, while workers hold and wait (issue 34).
+    MIN_GRANTS=20; run_matrix kill,crash:1,migrate:1 8 4 || status=1
     # leader_election electors (built on unique_key), with kills and stops.
     saved_strategies=$STRATEGIES STRATEGIES=unique_key WORKER_MODE=leader
     MIN_GRANTS=20; run_matrix kill,stop:2 8 4 || status=1
