@@ -9,6 +9,10 @@
 #   - `ldd` of sqlock and libsqlock lists no database client library; each module lists its own;
 #   - tests/install's consumer builds against the installed headers with CMake (also with
 #     find_package(sqlock COMPONENTS sqlite)) and with pkg-config, and runs;
+#   - sqlock-doc's site opens: /usr/share/doc/sqlock-doc/html/index.html is HTML whose
+#     stylesheets, scripts and every relative link of every page are installed files
+#     (tests/docs/check_site.py --installed), it is registered with doc-base, and removing the
+#     package removes it;
 # and removes them again. Needs root (it installs into /usr).
 #   tests/packages/run.sh SOURCE_DIR
 set -euo pipefail
@@ -36,8 +40,12 @@ mapfile -t debs < <(ls "$build"/*.deb)
 for deb in "${debs[@]}"; do
     packages+=("$(dpkg-deb -f "$deb" Package)")
     echo "packages: $(basename "$deb"): Depends: $(dpkg-deb -f "$deb" Depends)"
+    if dpkg-deb -f "$deb" Description | grep -q '^ ;'; then
+        echo "packages: $(basename "$deb"): a Description line starts with ';' (a CMake list)" >&2
+        exit 1
+    fi
 done
-expected="libsqlock-dev libsqlock0 libsqlock0-mysql libsqlock0-postgresql libsqlock0-sqlite sqlock"
+expected="libsqlock-dev libsqlock0 libsqlock0-mysql libsqlock0-postgresql libsqlock0-sqlite sqlock sqlock-doc"
 if [[ $(printf '%s\n' "${packages[@]}" | sort | xargs) != "$expected" ]]; then
     echo "packages: built ${packages[*]}, expected $expected" >&2
     exit 1
@@ -82,4 +90,21 @@ pkg-config --exists sqlock sqlock-sqlite sqlock-postgresql sqlock-mysql
 # shellcheck disable=SC2046
 g++ -o "$work/pc-consumer" "$src/tests/install/consumer.cpp" $(pkg-config --cflags --libs sqlock)
 "$work/pc-consumer" "sqlite://$work/b.db"
+
+# The documentation site: HTML for every architecture, depending on nothing; its index opens.
+site=/usr/share/doc/sqlock-doc/html
+deb=$(ls "$build"/sqlock-doc_*_all.deb)
+if [[ -n $(dpkg-deb -f "$deb" Depends) ]]; then
+    echo "packages: sqlock-doc depends on $(dpkg-deb -f "$deb" Depends)" >&2
+    exit 1
+fi
+python3 "$src/tests/docs/check_site.py" --installed "$site"
+grep -qx "Index: $site/index.html" /usr/share/doc-base/sqlock-doc
+MANWIDTH=200 man sqlock 2>/dev/null | grep -q "$site/index.html" ||
+    { echo "packages: man sqlock does not name $site/index.html" >&2; exit 1; }
+DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq --purge sqlock-doc >/dev/null
+if [[ -e $site ]]; then
+    echo "packages: $site is still there after removing sqlock-doc" >&2
+    exit 1
+fi
 echo "packages: installed, run and built against: ${packages[*]}"
