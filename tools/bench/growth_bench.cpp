@@ -388,7 +388,7 @@ int run_table(const config& cfg) {
                << ", \"empty_p99_us\": " << bench::fixed(e.p99, 1)
                << ", \"ratio_median\": " << bench::fixed(f.median / e.median, 3)
                << ", \"ratio_p99\": " << bench::fixed(f.p99 / e.p99, 3) << "}";
-            md << "| " << bench::backend_label(*bench::backend_of(cfg.url)) << " | "
+            md << "| " << bench::backend_label(bench::backend_of(cfg.url)) << " | "
                << sqlock::to_string(strategies[k]) << " | " << r.rows << " | "
                << bench::fixed(f.median, 0) << " | " << bench::fixed(e.median, 0) << " | "
                << bench::fixed(f.median / e.median, 2) << "× | " << bench::fixed(f.p99, 0) << " | "

@@ -164,7 +164,7 @@ void pg_bulk_insert(const std::string& url, const std::string& locks, std::int64
 
 /// Returns how the rows were inserted ("seq_1_to_N" or "multi-row INSERT").
 std::string mysql_bulk_insert(const std::string& url, const std::string& locks, std::int64_t rows) {
-    const bench::mysql_target t = bench::parse_mysql_url(url, true);
+    const sqlock::detail::connection_config t = sqlock::detail::parse_url(url);
     sql::ConnectOptionsMap options;
     options["hostName"] = sql::SQLString("tcp://" + t.host + ":" + std::to_string(t.port));
     options["userName"] = sql::SQLString(t.user);
