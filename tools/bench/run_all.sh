@@ -38,10 +38,13 @@ if [[ ${1:-} != --inner ]]; then
     fi
   fi
   cmake --preset release -DSQLOCK_BUILD_BENCH=ON >/dev/null
+  targets=(sqlock sqlock_cli "${BENCHES[@]}")
+  # The install below takes the manual page too when this build makes one (scdoc was found).
+  if grep -q '^SQLOCK_BUILD_MANPAGE:BOOL=ON$' "$BUILD/CMakeCache.txt"; then targets+=(sqlock_manpage); fi
   # Others may be editing the library: a failed build is retried a few times.
   built=0
   for attempt in 1 2 3 4 5; do
-    if cmake --build --preset release --target sqlock sqlock_cli "${BENCHES[@]}" -- --no-print-directory >"$BUILD/bench-build.log" 2>&1; then
+    if cmake --build --preset release --target "${targets[@]}" -- --no-print-directory >"$BUILD/bench-build.log" 2>&1; then
       built=1
       break
     fi
