@@ -1,10 +1,16 @@
-// bench_common.hpp — helpers shared by sqlock's latency, throughput and CLI benchmarks:
-// clocks and statistics, URL parsing, sqlock's own SQL files (read from the source tree and
-// rewritten the way the library rewrites them), thin RAII wrappers over the bare drivers
-// (libpq, Connector/C++ 1.1, the sqlite3 C API), and JSON / markdown formatting.
+// bench_common.hpp — helpers shared by sqlock's benchmarks: clocks and statistics, command
+// lines, thin RAII wrappers over the bare drivers (libpq, Connector/C++ 1.1, the sqlite3 C API)
+// that bind exactly as many parameters as a statement takes, and JSON / markdown formatting.
+// URLs, owner ids and placeholder rewriting are the library's own (src/base: the benchmarks
+// link libsqlock's internals, they do not copy them); sqlock's statements come from its
+// catalog through library_sql.hpp.
 //
 // Header-only and internal to tools/bench: nothing here is part of sqlock's API.
 #pragma once
+
+#include "base/config.hpp"
+#include "base/owner.hpp"
+#include "base/sql_text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -23,6 +29,7 @@
 #include <iomanip>
 #include <iostream>
 #include <libpq-fe.h>
+#include <map>
 #include <memory>
 #include <mysql_driver.h>
 #include <optional>
@@ -38,10 +45,6 @@
 #include <vector>
 
 namespace bench {
-
-/// The project's sql/ folder (tools/bench/sql_dir.cpp: the one bench file compiled with the
-/// source tree's absolute path, so the compiler cache serves the rest to a clone elsewhere).
-const char* sql_dir();
 
 // ------------------------------------------------------------------ time and statistics
 
@@ -202,16 +205,16 @@ void for_each_option(int argc, char** argv, const char* usage, Handler&& handle)
 
 // ------------------------------------------------------------------ URLs
 
-enum class backend { postgresql, mysql, sqlite };
+using backend = sqlock::backend_kind;
 
-inline std::optional<backend> backend_of(std::string_view url) {
-    if (url.starts_with("postgresql://") || url.starts_with("postgres://"))
-        return backend::postgresql;
-    if (url.starts_with("mysql://") || url.starts_with("mariadb://"))
-        return backend::mysql;
-    if (url.starts_with("sqlite:"))
-        return backend::sqlite;
-    return std::nullopt;
+/// The backend of a sqlock URL, read by the library's own parser; a URL sqlock does not take
+/// is a usage_error with the library's reason.
+inline backend backend_of(std::string_view url) {
+    try {
+        return sqlock::detail::parse_url(url).kind;
+    } catch (const sqlock::error& e) {
+        throw usage_error(e.what());
+    }
 }
 
 inline std::string backend_label(backend b) {
@@ -226,217 +229,26 @@ inline std::string backend_label(backend b) {
     return "?";
 }
 
-inline std::string backend_dir(backend b) {
-    switch (b) {
-    case backend::postgresql:
-        return "postgres";
-    case backend::mysql:
-        return "mysql";
-    case backend::sqlite:
-        return "sqlite";
-    }
-    return "?";
-}
-
-inline std::string percent_decode(std::string_view s) {
-    std::string out;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == '%' && i + 2 < s.size() &&
-            std::isxdigit(static_cast<unsigned char>(s[i + 1])) != 0 &&
-            std::isxdigit(static_cast<unsigned char>(s[i + 2])) != 0) {
-            out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
-            i += 2;
-        } else {
-            out += s[i];
-        }
-    }
-    return out;
-}
-
-/// mysql://user:password@host:port/db (also mariadb://), as far as the benchmarks need it.
-struct mysql_target {
-    std::string host = "127.0.0.1";
-    int port = 3306;
-    std::string user;
-    std::string password;
-    std::string database;
-};
-
-/// With strict_port a port that is not all digits is a usage_error (else std::stoi's leniency).
-inline mysql_target parse_mysql_url(std::string_view url, bool strict_port = false) {
-    mysql_target t;
-    std::string_view rest = url.substr(url.find("://") + 3);
-    rest = rest.substr(0, rest.find('?'));
-    const std::size_t slash = rest.find('/');
-    std::string_view authority = rest.substr(0, slash);
-    if (slash != std::string_view::npos)
-        t.database = percent_decode(rest.substr(slash + 1));
-    if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
-        const std::string_view userinfo = authority.substr(0, at);
-        const std::size_t colon = userinfo.find(':');
-        t.user = percent_decode(userinfo.substr(0, colon));
-        if (colon != std::string_view::npos)
-            t.password = percent_decode(userinfo.substr(colon + 1));
-        authority = authority.substr(at + 1);
-    }
-    const std::size_t colon = authority.rfind(':');
-    if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
-        const std::string port(authority.substr(colon + 1));
-        t.port = strict_port ? static_cast<int>(parse_int("port", port)) : std::stoi(port);
-        authority = authority.substr(0, colon);
-    }
-    if (!authority.empty())
-        t.host = std::string(authority);
-    return t;
-}
-
-/// sqlite:///abs/path.db -> /abs/path.db; sqlite:rel.db -> rel.db (query string dropped).
+/// The SQLite file a sqlite: URL names, as the library reads it.
 inline std::string sqlite_path(std::string_view url) {
-    std::string_view rest = url.substr(std::string_view("sqlite:").size());
-    rest = rest.substr(0, rest.find('?'));
-    if (rest.starts_with("//"))
-        rest.remove_prefix(2);
-    return percent_decode(rest);
+    return sqlock::detail::parse_url(url).path;
 }
 
-/// A libpq URI without sqlock-only query options (the benchmarks use plain URLs anyway).
-inline std::string libpq_uri(std::string_view url) {
-    return std::string(url);
-}
-
-// ------------------------------------------------------------------ sqlock's SQL files
-
-/// Text of sql/<backend>/<name>.sql with {identifiers} expanded the way sqlock expands them
-/// for the default prefix "sqlock_" (quoted; {channel} unquoted).
-inline std::string sqlock_sql(backend b, std::string_view name,
-                              const std::string& sql_dir = bench::sql_dir()) {
-    const std::string path = sql_dir + "/" + backend_dir(b) + "/" + std::string(name) + ".sql";
-    std::ifstream f(path);
-    if (!f)
-        throw std::runtime_error("cannot read " + path + " (sqlock's SQL; see --sql-dir)");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    const std::string text = ss.str();
-    const char quote = b == backend::mysql ? '`' : '"';
-    std::string out;
-    for (std::size_t i = 0; i < text.size();) {
-        if (text[i] == '{') {
-            const std::size_t close = text.find('}', i);
-            if (close == std::string::npos)
-                throw std::runtime_error("unterminated {identifier} in " + path);
-            const std::string key = text.substr(i + 1, close - i - 1);
-            if (key == "channel")
-                out += "sqlock_release";
-            else
-                out += std::string(1, quote) + "sqlock_" + key + std::string(1, quote);
-            i = close + 1;
-        } else {
-            out += text[i++];
-        }
-    }
-    return out;
-}
-
-/// The same when the file exists and has something to send; nullopt otherwise (a statement
-/// that sqlock's version at hand does not have, or a no-op for this backend).
-inline std::optional<std::string> sqlock_sql_if_sent(backend b, std::string_view name,
-                                                     const std::string& sql_dir);
-
-/// True when the file holds only comments and blank lines (sqlock sends nothing for it).
-inline bool only_comments(std::string_view sql) {
-    std::size_t i = 0;
-    while (i < sql.size()) {
-        if (std::isspace(static_cast<unsigned char>(sql[i])) != 0) {
-            ++i;
-        } else if (sql.substr(i, 2) == "--") {
-            const std::size_t nl = sql.find('\n', i);
-            i = nl == std::string_view::npos ? sql.size() : nl + 1;
-        } else {
-            return false;
-        }
-    }
-    return true;
-}
-
-inline std::optional<std::string> sqlock_sql_if_sent(backend b, std::string_view name,
-                                                     const std::string& sql_dir) {
-    const std::string path = sql_dir + "/" + backend_dir(b) + "/" + std::string(name) + ".sql";
-    if (!std::ifstream(path))
-        return std::nullopt;
-    std::string text = sqlock_sql(b, name, sql_dir);
-    if (only_comments(text))
-        return std::nullopt;
-    return text;
-}
-
-struct rewritten {
-    std::string text;
-    std::vector<int> order; ///< MySQL: 0-based parameter index bound to each "?"
-};
-
-/// $N markers outside quotes and comments -> "?N" (SQLite) or "?" + order (MySQL); the same
-/// rewriting sqlock's backends do.
-inline rewritten rewrite_placeholders(std::string_view sql, bool mysql_style) {
-    rewritten out;
-    std::size_t i = 0;
-    while (i < sql.size()) {
-        const char c = sql[i];
-        if (c == '\'' || c == '"' || c == '`') {
-            std::size_t j = i + 1;
-            while (j < sql.size()) {
-                if (sql[j] == c) {
-                    if (j + 1 < sql.size() && sql[j + 1] == c) {
-                        j += 2;
-                        continue;
-                    }
-                    ++j;
-                    break;
-                }
-                ++j;
-            }
-            out.text.append(sql.substr(i, j - i));
-            i = j;
-            continue;
-        }
-        if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
-            const std::size_t nl = sql.find('\n', i);
-            const std::size_t end = nl == std::string_view::npos ? sql.size() : nl;
-            out.text.append(sql.substr(i, end - i));
-            i = end;
-            continue;
-        }
-        if (c == '$' && i + 1 < sql.size() &&
-            std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
-            std::size_t j = i + 1;
-            int number = 0;
-            while (j < sql.size() && std::isdigit(static_cast<unsigned char>(sql[j])) != 0)
-                number = number * 10 + (sql[j++] - '0');
-            out.text += '?';
-            if (mysql_style)
-                out.order.push_back(number - 1);
-            else
-                out.text.append(sql.substr(i + 1, j - i - 1));
-            i = j;
-            continue;
-        }
-        out.text += c;
-        ++i;
-    }
-    return out;
-}
-
-/// An owner id shaped like sqlock's ("host:pid:32-hex-nonce/handle.thread").
-inline std::string owner_like_sqlock(const std::string& tag) {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    return std::string(host) + ":" + std::to_string(::getpid()) +
-           ":0123456789abcdef0123456789abcdef/" + tag + ".1";
+/// An owner id as sqlock makes them ("host:pid:nonce/handle.thread", base/owner.hpp).
+inline std::string sqlock_owner_id() {
+    return sqlock::detail::owner_id(sqlock::detail::next_handle_number());
 }
 
 inline std::string host_name() {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    return host;
+    return sqlock::detail::this_process().host;
+}
+
+/// Throws unless `given` parameters are what `statement` takes: a statement that gained or
+/// lost one must fail the benchmark, not bind NULL or drop a value silently.
+inline void require_param_count(std::string_view statement, std::size_t takes, std::size_t given) {
+    if (takes != given)
+        throw std::runtime_error(std::string(statement) + " takes " + std::to_string(takes) +
+                                 " parameters, the benchmark binds " + std::to_string(given));
 }
 
 // ------------------------------------------------------------------ bare libpq
@@ -460,7 +272,7 @@ private:
 
 class pg_conn {
 public:
-    explicit pg_conn(const std::string& url) : m_conn(PQconnectdb(libpq_uri(url).c_str())) {
+    explicit pg_conn(const std::string& url) : m_conn(PQconnectdb(url.c_str())) {
         if (!m_conn || PQstatus(m_conn.get()) != CONNECTION_OK)
             throw std::runtime_error(std::string("PostgreSQL connect failed: ") +
                                      (m_conn ? PQerrorMessage(m_conn.get()) : "out of memory"));
@@ -477,13 +289,20 @@ public:
             throw std::runtime_error("PostgreSQL: " + sql.substr(0, 60) + ": " +
                                      PQerrorMessage(get()));
     }
+    /// Prepares `sql` as `name`; the server says how many parameters it takes ($N), and
+    /// exec_prepared / exec_pipeline bind exactly that many.
     void prepare(const std::string& name, const std::string& sql) {
         const pg_result r(PQprepare(get(), name.c_str(), sql.c_str(), 0, nullptr));
         if (PQresultStatus(r.get()) != PGRES_COMMAND_OK)
             throw std::runtime_error("PQprepare " + name + ": " + PQerrorMessage(get()));
+        const pg_result d(PQdescribePrepared(get(), name.c_str()));
+        if (PQresultStatus(d.get()) != PGRES_COMMAND_OK)
+            throw std::runtime_error("PQdescribePrepared " + name + ": " + PQerrorMessage(get()));
+        m_params[name] = static_cast<std::size_t>(PQnparams(d.get()));
     }
     /// One prepared statement, one round trip (extended protocol, one Sync).
     pg_result exec_prepared(const std::string& name, const std::vector<pq_param>& params) {
+        check_params(name, params);
         std::vector<const char*> values;
         values.reserve(params.size());
         for (const auto& p : params)
@@ -503,6 +322,8 @@ public:
     /// Prepared statements sent as one pipeline with one Sync (one round trip), like sqlock's
     /// execute_batch. Returns every statement's result, in order.
     std::vector<pg_result> exec_pipeline(const std::vector<pipelined>& items) {
+        for (const auto& item : items)
+            check_params(item.name, item.params);
         if (PQenterPipelineMode(get()) != 1)
             throw std::runtime_error(std::string("PQenterPipelineMode: ") + PQerrorMessage(get()));
         for (const auto& item : items) {
@@ -540,28 +361,47 @@ public:
     }
 
 private:
+    void check_params(const std::string& name, const std::vector<pq_param>& params) const {
+        const auto it = m_params.find(name);
+        if (it == m_params.end())
+            throw std::logic_error("PostgreSQL " + name + ": not prepared on this connection");
+        require_param_count(name, it->second, params.size());
+    }
+
     struct deleter {
         void operator()(PGconn* c) const noexcept { PQfinish(c); }
     };
     std::unique_ptr<PGconn, deleter> m_conn;
+    std::map<std::string, std::size_t, std::less<>> m_params; ///< prepared name -> parameters
 };
 
 // ------------------------------------------------------------------ bare Connector/C++
 
 using my_param = std::variant<std::nullptr_t, std::int64_t, std::string>;
 
-/// A server-side prepared statement with sqlock's $N -> ? parameter order.
+/// A server-side prepared statement, its parameters written $1, $2, ... as in sqlock's SQL
+/// files (rewritten to "?" by the library's own rewriting, base/sql_text.hpp). It binds exactly
+/// as many parameters as the text takes (its highest $N).
 class my_statement {
 public:
-    my_statement(sql::Connection& conn, const std::string& sqlock_text) {
-        auto r = rewrite_placeholders(sqlock_text, true);
-        m_order = std::move(r.order);
-        m_stmt.reset(conn.prepareStatement(r.text));
+    my_statement(sql::Connection& conn, std::string_view dollar_text)
+        : my_statement(conn,
+                       sqlock::detail::rewrite_placeholders(
+                           dollar_text, sqlock::detail::placeholder_style::question),
+                       std::string(dollar_text.substr(0, 40))) {}
+    /// `text` already rewritten ("?"), `order`: the 0-based parameter each "?" binds.
+    my_statement(sql::Connection& conn, std::string name, const std::string& text,
+                 std::vector<int> order)
+        : m_name(std::move(name)), m_order(std::move(order)) {
+        for (const int index : m_order)
+            m_params = std::max(m_params, static_cast<std::size_t>(index) + 1);
+        m_stmt.reset(conn.prepareStatement(text));
     }
     void bind(const std::vector<my_param>& params) {
+        require_param_count(m_name, m_params, params.size());
         for (std::size_t i = 0; i < m_order.size(); ++i) {
             const auto index = static_cast<unsigned int>(i + 1);
-            const my_param& v = params.at(static_cast<std::size_t>(m_order[i]));
+            const my_param& v = params[static_cast<std::size_t>(m_order[i])];
             if (const auto* n = std::get_if<std::int64_t>(&v))
                 m_stmt->setInt64(index, *n);
             else if (const auto* s = std::get_if<std::string>(&v))
@@ -589,15 +429,20 @@ public:
     }
 
 private:
-    std::unique_ptr<sql::PreparedStatement> m_stmt;
+    my_statement(sql::Connection& conn, sqlock::detail::rewritten_sql r, std::string name)
+        : my_statement(conn, std::move(name), r.text, std::move(r.order)) {}
+
+    std::string m_name;
     std::vector<int> m_order;
+    std::size_t m_params = 0;
+    std::unique_ptr<sql::PreparedStatement> m_stmt;
 };
 
 /// A Connector/C++ connection with sqlock's session settings. `io_timeout_s` bounds each
 /// read and write (raise it above any server-side wait the caller sends).
 inline std::unique_ptr<sql::Connection> my_connect(const std::string& url, bool autocommit,
                                                    int io_timeout_s = 30) {
-    const mysql_target t = parse_mysql_url(url);
+    const sqlock::detail::connection_config t = sqlock::detail::parse_url(url);
     sql::ConnectOptionsMap options;
     options["hostName"] = sql::SQLString("tcp://" + t.host + ":" + std::to_string(t.port));
     options["userName"] = sql::SQLString(t.user);
@@ -625,7 +470,9 @@ inline std::unique_ptr<sql::Connection> my_connect(const std::string& url, bool 
 class sqlite_stmt {
 public:
     sqlite_stmt() = default;
-    sqlite_stmt(sqlite3* db, const std::string& sql) : m_db(db) {
+    /// `name`: for messages (default: the start of the SQL).
+    sqlite_stmt(sqlite3* db, const std::string& sql, std::string name = {})
+        : m_db(db), m_name(name.empty() ? sql.substr(0, 40) : std::move(name)) {
         sqlite3_stmt* raw = nullptr;
         if (sqlite3_prepare_v3(db, sql.c_str(), static_cast<int>(sql.size()),
                                SQLITE_PREPARE_PERSISTENT, &raw, nullptr) != SQLITE_OK)
@@ -634,9 +481,12 @@ public:
         m_stmt.reset(raw);
     }
     using param = std::variant<std::nullptr_t, std::int64_t, std::string>;
-    /// Binds ?1..?N, steps to the end; rows as text (NULL -> ""). Throws on failure.
+    /// Binds ?1..?N (exactly the N the statement takes), steps to the end; rows as text
+    /// (NULL -> ""). Throws on failure.
     std::vector<std::vector<std::string>> run(const std::vector<param>& params = {}) {
         sqlite3_stmt* s = m_stmt.get();
+        require_param_count(m_name, static_cast<std::size_t>(sqlite3_bind_parameter_count(s)),
+                            params.size());
         sqlite3_reset(s);
         sqlite3_clear_bindings(s);
         for (std::size_t i = 0; i < params.size(); ++i) {
@@ -678,6 +528,7 @@ private:
         void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
     };
     sqlite3* m_db = nullptr;
+    std::string m_name;
     std::unique_ptr<sqlite3_stmt, finalizer> m_stmt;
 };
 

@@ -237,8 +237,7 @@ config parse_args(int argc, char** argv) {
         if (a == "--sqlock") {
             cfg.sqlock_path = v;
         } else if (a == "--url") {
-            if (!bench::backend_of(v))
-                throw usage_error("unsupported URL scheme: " + v.substr(0, v.find(':')));
+            bench::backend_of(v); // a usage_error unless sqlock takes the URL
             cfg.urls.push_back(v);
         } else if (a == "--runs") {
             cfg.runs = std::stoi(v);
@@ -286,14 +285,14 @@ int run(const config& cfg) {
     command("`flock FILE true`", "", {"flock", cfg.flock_file, "true"});
     command("`sqlock --version`", "", {cfg.sqlock_path, "--version"});
     for (const auto& url : cfg.urls) {
-        const std::string b = bench::backend_label(*bench::backend_of(url));
+        const std::string b = bench::backend_label(bench::backend_of(url));
         {
             sqlock::database db = sqlock::connect(url);
             db.migrate();
         }
         command("`sqlock run NAME -- true` (" + b + ", unique_key)", b,
                 {cfg.sqlock_path, "--url", url, "run", "sqlock-bench:cli", "--", "true"});
-        if (*bench::backend_of(url) == bench::backend::sqlite)
+        if (bench::backend_of(url) == bench::backend::sqlite)
             command("`sqlock run NAME --strategy select_for_update -- true` (" + b + ")", b,
                     {cfg.sqlock_path, "--url", url, "run", "sqlock-bench:cli-fu", "--strategy",
                      "select_for_update", "--", "true"});

@@ -35,14 +35,14 @@ namespace {
 
 constexpr const char* usage_text =
     R"(usage: sqlock_growth_bench table --url URL [--sizes 100,10000,1000000] [--rounds 2000]
-                           [--batch 50] [--settle 10s] [--sqlock BIN] [--prefix P]
+                           [--batch 50] [--settle 10] [--sqlock BIN] [--prefix P]
                            [--json FILE] [--markdown FILE]
        sqlock_growth_bench memory --url URL --strategy S --locks N [--prefix P] [--json FILE]
 
 table:  lock() + unlock() latency per strategy with N rows in the lock table (half live leases
         of others, a quarter free expired rows, a quarter expired never-released leases with a
         1 s TTL), as a ratio to an empty twin table measured interleaved; at the largest N also `sqlock status` (with
-        --sqlock), list() and reap({.batch = 1000, .settle = --settle}). --rounds pairs per
+        --sqlock), list() and reap({.batch = 1000, .settle = --settle seconds}). --rounds pairs per
         strategy and size, in batches of --batch, the strategies interleaved.
 memory: RSS of this process before connecting, connected, and holding N locks at once.
 
@@ -388,7 +388,7 @@ int run_table(const config& cfg) {
                << ", \"empty_p99_us\": " << bench::fixed(e.p99, 1)
                << ", \"ratio_median\": " << bench::fixed(f.median / e.median, 3)
                << ", \"ratio_p99\": " << bench::fixed(f.p99 / e.p99, 3) << "}";
-            md << "| " << bench::backend_label(*bench::backend_of(cfg.url)) << " | "
+            md << "| " << bench::backend_label(bench::backend_of(cfg.url)) << " | "
                << sqlock::to_string(strategies[k]) << " | " << r.rows << " | "
                << bench::fixed(f.median, 0) << " | " << bench::fixed(e.median, 0) << " | "
                << bench::fixed(f.median / e.median, 2) << "× | " << bench::fixed(f.p99, 0) << " | "

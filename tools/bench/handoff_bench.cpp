@@ -170,14 +170,10 @@ config parse_args(int argc, char** argv) {
     });
     if (cfg.url.empty() || cfg.mode_name.empty() || cfg.processes == 0 || cfg.seconds == 0)
         throw usage_error("--url, --mode, --processes and --seconds are required");
-    const auto starts_with = [&](std::string_view p) {
-        return cfg.url.rfind(p, 0) == 0;
-    };
-    if (cfg.bench_mode == mode::pg_advisory && !starts_with("postgresql://") &&
-        !starts_with("postgres://"))
+    const bench::backend kind = bench::backend_of(cfg.url); // a usage_error unless sqlock takes it
+    if (cfg.bench_mode == mode::pg_advisory && kind != bench::backend::postgresql)
         throw usage_error("pg_advisory needs a postgresql:// URL");
-    if (cfg.bench_mode == mode::mysql_get_lock && !starts_with("mysql://") &&
-        !starts_with("mariadb://"))
+    if (cfg.bench_mode == mode::mysql_get_lock && kind != bench::backend::mysql)
         throw usage_error("mysql_get_lock needs a mysql:// or mariadb:// URL");
     return cfg;
 }
@@ -559,13 +555,7 @@ std::string json_number(const std::optional<double>& v, int digits) {
 }
 
 std::string backend_of(const std::string& url) {
-    if (url.rfind("postgres", 0) == 0)
-        return "postgresql";
-    if (url.rfind("mysql", 0) == 0 || url.rfind("mariadb", 0) == 0)
-        return "mysql";
-    if (url.rfind("sqlite", 0) == 0)
-        return "sqlite";
-    return "unknown";
+    return std::string(sqlock::to_string(bench::backend_of(url)));
 }
 
 void print_results(const config& cfg, const results& r) {

@@ -4,9 +4,10 @@
 // For every database given (--url, repeatable) it builds these variants, each on its own lock
 // name and its own connection(s):
 //   sqlock      sqlock::mutex lock() + unlock(), one per strategy, one sqlock::database
-//   bare        the statements sqlock sends for that strategy in the steady state, read from
-//               sqlock's own sql/<backend>/*.sql files, prepared, through libpq /
-//               Connector/C++ 1.1 / the sqlite3 C API, with the same session settings
+//   bare        the statements sqlock sends for that strategy in the steady state, taken from
+//               the library's own catalog (library_sql.hpp: the SQL embedded in libsqlock, as
+//               its backends send it), prepared, through libpq / Connector/C++ 1.1 / the
+//               sqlite3 C API, with the same session settings and parameters
 //   baselines   PostgreSQL pg_advisory_lock + pg_advisory_unlock; MariaDB GET_LOCK +
 //               RELEASE_LOCK; SQLite flock(2) on a file; everywhere a naive INSERT + DELETE
 //               (two autocommit, durable statements) on a table of its own
@@ -15,6 +16,7 @@
 // noise (round 0 is a warm-up and is not counted). Ratios are of medians over all samples;
 // the per-round ratio range shows how stable they are. See tools/bench/README.md.
 #include "bench_common.hpp"
+#include "library_sql.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -29,11 +31,12 @@
 namespace {
 
 using bench::backend;
+using bench::statement;
 
 constexpr const char* usage_text =
     R"(usage: sqlock_latency_bench --url URL [--url URL ...] [--rounds R] [--batch B]
                             [--json FILE] [--markdown FILE] [--summary FILE]
-                            [--sql-dir DIR] [--only TEXT] [--pin-cpu N --server-pid P ...]
+                            [--only TEXT] [--pin-cpu N --server-pid P ...]
 
 Uncontended acquire + release latency of sqlock (each strategy) next to the same statements
 sent through the bare driver, pg_advisory_lock, GET_LOCK, flock(2) and a naive INSERT + DELETE.
@@ -41,7 +44,6 @@ Variants run interleaved: R rounds (default 40, plus one warm-up round) of B acq
 pairs each (default 50).
 
   --summary FILE  also write a markdown table of just the targets (met / missed)
-  --sql-dir DIR   sqlock's sql/ directory (default: the source tree this was built from)
   --pin-cpu N     then measure everything again with this process and the servers pinned to
                   vCPU N (needs the right to set their affinity: root, or their owner)
   --server-pid P  a database server to pin (repeatable; PostgreSQL: the postmaster, whose
@@ -61,7 +63,6 @@ struct config {
     std::string json_path;
     std::string markdown_path;
     std::string summary_path;
-    std::string sql_dir = bench::sql_dir();
     std::vector<std::string> only;  ///< keep variants whose description contains one of these
     int pin_cpu = -1;               ///< >= 0: a second pass pinned to this vCPU
     std::vector<pid_t> server_pids; ///< pinned too in that pass (with children and threads)
@@ -125,9 +126,7 @@ constexpr std::int64_t fu_wait_ms = 15'000;
 
 // ------------------------------------------------------------------ sqlock variants
 
-void add_sqlock_variants(variant_list& out, backend b, const std::string& url) {
-    sqlock::database db = sqlock::connect(url);
-    db.migrate();
+void add_sqlock_variants(variant_list& out, backend b, const sqlock::database& db) {
     const std::pair<sqlock::strategy, std::string> strategies[] = {
         {sqlock::strategy::unique_key, "unique_key"},
         {sqlock::strategy::select_for_update, "select_for_update"},
@@ -167,48 +166,58 @@ void add_sqlock_variants(variant_list& out, backend b, const std::string& url) {
         });
 }
 
+// The bare variants send what a sqlock::mutex sends for one uncontended lock() + unlock(),
+// parameters included: acquire_unique_key's $7 as lock() sends it (lib.lock_defers_to_queue),
+// NULL for the names a mutex does not defer to (acquire_unique_key's $8 $9, ov_read's $2 $3).
+
 // ------------------------------------------------------------------ PostgreSQL, bare libpq
 
-/// A libpq connection with sqlock's session settings and sqlock's statements prepared.
-std::shared_ptr<bench::pg_conn> pg_sqlock_like(const std::string& url, const std::string& dir,
-                                               std::initializer_list<std::string_view> names) {
+/// A libpq connection with sqlock's session settings and sqlock's statements prepared (each
+/// under its file stem, "acquire_unique_key").
+std::shared_ptr<bench::pg_conn> pg_sqlock_like(const std::string& url,
+                                               const bench::library_sql& lib,
+                                               std::initializer_list<statement> ids) {
     auto c = std::make_shared<bench::pg_conn>(url);
     // sqlock's session settings (postgres_session.cpp): one round trip at connect.
     c->exec("SET statement_timeout = 30000; SET TIME ZONE 'UTC'");
-    for (const auto n : names)
-        c->prepare(std::string(n), bench::sqlock_sql(backend::postgresql, n, dir));
+    for (const statement id : ids) {
+        const bench::library_statement s = lib(id);
+        c->prepare(s.name, s.text);
+    }
     return c;
 }
 
-void prepare_async_release(bench::pg_conn& c, const std::string& dir) {
-    for (const char* n : {"async_begin", "async_commit_off", "async_commit"})
-        c.prepare(n, bench::sqlock_sql(backend::postgresql, n, dir));
-}
-
-void add_postgres_variants(variant_list& out, const std::string& url, const std::string& dir) {
+void add_postgres_variants(variant_list& out, const std::string& url,
+                           const bench::library_sql& lib) {
     const backend b = backend::postgresql;
     const std::string host = bench::host_name();
     const std::string pid = std::to_string(::getpid());
     const std::string ttl = std::to_string(ttl_ms);
+    const std::string defer = std::to_string(lib.lock_defers_to_queue());
     // Releases: sqlock versions that commit releases asynchronously send
     // [async_begin, async_commit_off, <release>, async_commit] as one pipeline.
-    const bool async_release = bench::sqlock_sql_if_sent(b, "async_commit_off", dir).has_value();
+    const bool async_release = lib.sends(statement::async_commit_off);
     const std::string release_how =
         async_release ? "pipelined BEGIN; set_config(synchronous_commit, off); " : "autocommit ";
+    const std::initializer_list<statement> async_ids = {
+        statement::async_begin, statement::async_commit_off, statement::async_commit};
 
     // unique_key
     {
-        auto c = pg_sqlock_like(url, dir, {"acquire_unique_key", "release_lease"});
+        auto c =
+            pg_sqlock_like(url, lib, {statement::acquire_unique_key, statement::release_lease});
         if (async_release)
-            prepare_async_release(*c, dir);
+            for (const statement id : async_ids)
+                c->prepare(lib(id).name, lib(id).text);
         const std::string name = lock_name("bare", "unique_key");
-        const std::string owner = bench::owner_like_sqlock("uk");
+        const std::string owner = bench::sqlock_owner_id();
         add(out, b, "unique_key", "bare", "libpq, sqlock's statements",
             "acquire_unique_key (autocommit, durable); " + release_how + "release_lease" +
                 (async_release ? "; COMMIT (one round trip)" : " (durable)"),
             [=] {
-                const auto r = c->exec_prepared("acquire_unique_key",
-                                                {name, owner, ttl, host, pid, std::nullopt, "0"});
+                const auto r = c->exec_prepared(
+                    "acquire_unique_key",
+                    {name, owner, ttl, host, pid, std::nullopt, defer, std::nullopt, std::nullopt});
                 require(r.rows() == 1 && r.value(0, 2) == "1", "bare unique_key: not granted");
                 const std::string token = r.value(0, 0);
                 if (async_release) {
@@ -225,10 +234,11 @@ void add_postgres_variants(variant_list& out, const std::string& url, const std:
     }
     // select_for_update: the pinned session's pipeline, then COMMIT (simple protocol).
     {
-        auto c = pg_sqlock_like(url, dir,
-                                {"fu_wait", "fu_begin", "fu_session", "fu_lock", "fu_create_row"});
+        auto c = pg_sqlock_like(url, lib,
+                                {statement::fu_wait, statement::fu_begin, statement::fu_session,
+                                 statement::fu_lock, statement::fu_create_row});
         const std::string name = lock_name("bare", "select_for_update");
-        const std::string owner = bench::owner_like_sqlock("fu");
+        const std::string owner = bench::sqlock_owner_id();
         c->exec_prepared("fu_create_row", {name});
         add(out, b, "select_for_update", "bare", "libpq, sqlock's statements",
             "pipeline [fu_wait, BEGIN, fu_session (synchronous_commit off, guards), "
@@ -244,17 +254,20 @@ void add_postgres_variants(variant_list& out, const std::string& url, const std:
     }
     // optimistic_version: read, compare-and-set, release.
     {
-        auto c = pg_sqlock_like(url, dir, {"ov_read", "ov_create", "ov_acquire", "ov_release"});
+        auto c = pg_sqlock_like(url, lib,
+                                {statement::ov_read, statement::ov_create, statement::ov_acquire,
+                                 statement::ov_release});
         if (async_release)
-            prepare_async_release(*c, dir);
+            for (const statement id : async_ids)
+                c->prepare(lib(id).name, lib(id).text);
         const std::string name = lock_name("bare", "optimistic_version");
-        const std::string owner = bench::owner_like_sqlock("ov");
+        const std::string owner = bench::sqlock_owner_id();
         c->exec_prepared("ov_create", {name});
         add(out, b, "optimistic_version", "bare", "libpq, sqlock's statements",
             "ov_read; ov_acquire (CAS, durable); " + release_how + "ov_release" +
                 (async_release ? "; COMMIT" : " (durable)"),
             [=] {
-                const auto r = c->exec_prepared("ov_read", {name});
+                const auto r = c->exec_prepared("ov_read", {name, std::nullopt, std::nullopt});
                 require(r.rows() == 1 && r.value(0, 3) == "0", "bare optimistic_version: busy");
                 const auto a =
                     c->exec_prepared("ov_acquire", {name, owner, ttl, host, pid, r.value(0, 0)});
@@ -292,7 +305,7 @@ void add_postgres_variants(variant_list& out, const std::string& url, const std:
         c->exec("CREATE TABLE IF NOT EXISTS bench_naive_locks (name text PRIMARY KEY, "
                 "owner text NOT NULL, expires_at timestamptz NOT NULL)");
         const std::string name = lock_name("naive", "insert_delete");
-        const std::string owner = bench::owner_like_sqlock("naive");
+        const std::string owner = bench::sqlock_owner_id();
         c->prepare("ins", "INSERT INTO bench_naive_locks (name, owner, expires_at) "
                           "VALUES ($1, $2, now() + interval '30 seconds')");
         c->prepare("del", "DELETE FROM bench_naive_locks WHERE name = $1 AND owner = $2");
@@ -309,13 +322,21 @@ void add_postgres_variants(variant_list& out, const std::string& url, const std:
 
 // ------------------------------------------------------------------ MariaDB, bare Connector/C++
 
-void add_mysql_variants(variant_list& out, const std::string& url, const std::string& dir) {
+void add_mysql_variants(variant_list& out, const std::string& url, const bench::library_sql& lib) {
     const backend b = backend::mysql;
     const std::string host = bench::host_name();
     const std::int64_t pid = ::getpid();
-    const auto sql = [&](std::string_view n) {
-        return bench::sqlock_sql(b, n, dir);
+    const std::int64_t defer = lib.lock_defers_to_queue();
+    const auto prepared = [&](sql::Connection& conn, statement id) {
+        bench::library_statement s = lib(id);
+        return std::make_unique<bench::my_statement>(conn, s.name, s.text, std::move(s.order));
     };
+    // What sqlock sends around a release elsewhere (asynchronous commit) it sends nothing for
+    // here, and its lock sessions need no BEGIN (autocommit = 0): the bare variants leave them
+    // out, as long as that holds.
+    for (const statement id : {statement::async_begin, statement::async_commit_off,
+                               statement::async_commit, statement::fu_begin})
+        lib.require_not_sent(id);
 
     struct conn_and_statements {
         std::unique_ptr<sql::Connection> conn;
@@ -327,18 +348,17 @@ void add_mysql_variants(variant_list& out, const std::string& url, const std::st
     {
         auto s = std::make_shared<conn_and_statements>();
         s->conn = bench::my_connect(url, true);
-        s->stmts.push_back(
-            std::make_unique<bench::my_statement>(*s->conn, sql("acquire_unique_key")));
-        s->stmts.push_back(std::make_unique<bench::my_statement>(*s->conn, sql("release_lease")));
+        s->stmts.push_back(prepared(*s->conn, statement::acquire_unique_key));
+        s->stmts.push_back(prepared(*s->conn, statement::release_lease));
         const std::string name = lock_name("bare", "unique_key");
-        const std::string owner = bench::owner_like_sqlock("uk");
+        const std::string owner = bench::sqlock_owner_id();
         add(out, b, "unique_key", "bare", "Connector/C++, sqlock's statements",
             "acquire_unique_key (INSERT .. ON DUPLICATE KEY UPDATE .. RETURNING, durable); "
             "release_lease (UPDATE, durable)",
             [=] {
                 for (int attempt = 0;; ++attempt) {
                     const auto rows = s->stmts[0]->query(
-                        {name, owner, ttl_ms, host, pid, nullptr, std::int64_t{0}});
+                        {name, owner, ttl_ms, host, pid, nullptr, defer, nullptr, nullptr});
                     require(rows.size() == 1, "bare unique_key: no row returned");
                     if (rows[0][2] == "1") {
                         require(s->stmts[1]->update({name, owner, to_i64(rows[0][0])}) == 1,
@@ -357,15 +377,15 @@ void add_mysql_variants(variant_list& out, const std::string& url, const std::st
         s->conn = bench::my_connect(url, false);
         s->plain.reset(s->conn->createStatement());
         const std::string name = lock_name("bare", "select_for_update");
-        const std::string owner = bench::owner_like_sqlock("fu");
+        const std::string owner = bench::sqlock_owner_id();
         {
             auto setup = bench::my_connect(url, true);
-            bench::my_statement(*setup, sql("fu_create_row")).update({name});
+            prepared(*setup, statement::fu_create_row)->update({name});
         }
-        bench::my_statement(*s->conn, sql("fu_wait")).update({fu_wait_ms});
-        bench::my_statement(*s->conn, sql("fu_session")).update({owner, ttl_ms});
+        prepared(*s->conn, statement::fu_wait)->update({fu_wait_ms});
+        prepared(*s->conn, statement::fu_session)->update({owner, ttl_ms});
         s->plain->execute("COMMIT");
-        s->stmts.push_back(std::make_unique<bench::my_statement>(*s->conn, sql("fu_lock")));
+        s->stmts.push_back(prepared(*s->conn, statement::fu_lock));
         add(out, b, "select_for_update", "bare", "Connector/C++, sqlock's statements",
             "fu_lock (SELECT NEXTVAL .. FOR UPDATE, opens the transaction: autocommit = 0); "
             "COMMIT",
@@ -380,18 +400,19 @@ void add_mysql_variants(variant_list& out, const std::string& url, const std::st
         auto s = std::make_shared<conn_and_statements>();
         s->conn = bench::my_connect(url, true);
         const std::string name = lock_name("bare", "optimistic_version");
-        const std::string owner = bench::owner_like_sqlock("ov");
-        bench::my_statement(*s->conn, sql("ov_create")).update({name});
-        for (const char* n : {"ov_read", "ov_acquire", "ov_release"})
-            s->stmts.push_back(std::make_unique<bench::my_statement>(*s->conn, sql(n)));
+        const std::string owner = bench::sqlock_owner_id();
+        prepared(*s->conn, statement::ov_create)->update({name});
+        for (const statement id :
+             {statement::ov_read, statement::ov_acquire, statement::ov_release})
+            s->stmts.push_back(prepared(*s->conn, id));
         add(out, b, "optimistic_version", "bare", "Connector/C++, sqlock's statements",
             "ov_read; ov_acquire (CAS UPDATE, durable); ov_read (read back); ov_release "
             "(UPDATE, durable)",
             [=] {
-                const auto r = s->stmts[0]->query({name});
+                const auto r = s->stmts[0]->query({name, nullptr, nullptr});
                 require(r.size() == 1 && r[0][3] == "0", "bare optimistic_version: busy");
                 s->stmts[1]->update({name, owner, ttl_ms, host, pid, to_i64(r[0][0])});
-                const auto back = s->stmts[0]->query({name});
+                const auto back = s->stmts[0]->query({name, nullptr, nullptr});
                 require(back.size() == 1 && back[0][1] == owner && back[0][3] == "1",
                         "bare optimistic_version: CAS lost");
                 require(s->stmts[2]->update({name, owner, to_i64(back[0][0])}) == 1,
@@ -422,7 +443,7 @@ void add_mysql_variants(variant_list& out, const std::string& url, const std::st
                           "PRIMARY KEY, owner VARBINARY(255) NOT NULL, expires_at DATETIME(6) "
                           "NOT NULL) ENGINE = InnoDB");
         const std::string name = lock_name("naive", "insert_delete");
-        const std::string owner = bench::owner_like_sqlock("naive");
+        const std::string owner = bench::sqlock_owner_id();
         s->stmts.push_back(std::make_unique<bench::my_statement>(
             *s->conn, "INSERT INTO bench_naive_locks (name, owner, expires_at) "
                       "VALUES ($1, $2, UTC_TIMESTAMP(6) + INTERVAL 30 SECOND)"));
@@ -440,14 +461,19 @@ void add_mysql_variants(variant_list& out, const std::string& url, const std::st
 
 // ------------------------------------------------------------------ SQLite, bare C API
 
-void add_sqlite_variants(variant_list& out, const std::string& url, const std::string& dir) {
+void add_sqlite_variants(variant_list& out, const std::string& url, const bench::library_sql& lib) {
     const backend b = backend::sqlite;
     const std::string path = bench::sqlite_path(url);
     const std::string host = bench::host_name();
     const std::int64_t pid = ::getpid();
-    const auto sql = [&](std::string_view n) {
-        return bench::rewrite_placeholders(bench::sqlock_sql(b, n, dir), false).text;
+    const std::int64_t defer = lib.lock_defers_to_queue();
+    const auto prepared = [&](sqlite3* db, statement id) {
+        const bench::library_statement s = lib(id);
+        return std::make_unique<bench::sqlite_stmt>(db, s.text, s.name);
     };
+    // The lock session's settings: a no-op here (the lock file's busy timeout stands for
+    // fu_wait, set with the C API below).
+    lib.require_not_sent(statement::fu_session);
 
     struct conn_and_statements {
         std::unique_ptr<bench::sqlite_db> db;
@@ -464,34 +490,34 @@ void add_sqlite_variants(variant_list& out, const std::string& url, const std::s
 
     // Releases: sqlock versions whose files have async_commit_off / async_commit wrap each
     // release in them (PRAGMA synchronous = NORMAL, then FULL again: no fsync for the release).
-    const auto async_off = bench::sqlock_sql_if_sent(b, "async_commit_off", dir);
-    const auto async_on = bench::sqlock_sql_if_sent(b, "async_commit", dir);
-    const bool async_release = async_off && async_on;
+    const bool async_release =
+        lib.sends(statement::async_commit_off) && lib.sends(statement::async_commit);
+    const std::string async_off =
+        async_release ? lib(statement::async_commit_off).text : std::string();
+    const std::string async_on = async_release ? lib(statement::async_commit).text : std::string();
     const auto released = [async_release, async_off, async_on](bench::sqlite_db& d,
                                                                const std::function<void()>& f) {
         if (async_release)
-            d.exec(*async_off);
+            d.exec(async_off);
         f();
         if (async_release)
-            d.exec(*async_on);
+            d.exec(async_on);
     };
     const std::string release_sends =
         async_release ? "between PRAGMA synchronous = NORMAL and = FULL: 1 fsync" : "2 fsyncs";
     {
         auto s = std::make_shared<conn_and_statements>();
         s->db = open_main();
-        s->stmts.push_back(
-            std::make_unique<bench::sqlite_stmt>(s->db->get(), sql("acquire_unique_key")));
-        s->stmts.push_back(
-            std::make_unique<bench::sqlite_stmt>(s->db->get(), sql("release_lease")));
+        s->stmts.push_back(prepared(s->db->get(), statement::acquire_unique_key));
+        s->stmts.push_back(prepared(s->db->get(), statement::release_lease));
         const std::string name = lock_name("bare", "unique_key");
-        const std::string owner = bench::owner_like_sqlock("uk");
+        const std::string owner = bench::sqlock_owner_id();
         add(out, b, "unique_key", "bare", "sqlite3 C API, sqlock's statements",
             "acquire_unique_key (INSERT .. ON CONFLICT .. RETURNING); release_lease (DELETE) " +
                 release_sends + "; WAL, synchronous = FULL",
             [=] {
-                const auto r =
-                    s->stmts[0]->run({name, owner, ttl_ms, host, pid, nullptr, std::int64_t{0}});
+                const auto r = s->stmts[0]->run(
+                    {name, owner, ttl_ms, host, pid, nullptr, defer, nullptr, nullptr});
                 require(r.size() == 1 && r[0][2] == "1", "bare unique_key: not granted");
                 released(*s->db, [&] { s->stmts[1]->run({name, owner, to_i64(r[0][0])}); });
                 require(s->db->changes() == 1, "bare unique_key: release deleted no row");
@@ -505,12 +531,9 @@ void add_sqlite_variants(variant_list& out, const std::string& url, const std::s
         s->db = open_main();
         s->lock_file = std::make_unique<bench::sqlite_db>(path + "-bench-bare-fu.lock");
         sqlite3_busy_timeout(s->lock_file->get(), static_cast<int>(fu_wait_ms));
-        s->stmts.push_back(
-            std::make_unique<bench::sqlite_stmt>(s->lock_file->get(), sql("fu_begin")));
-        s->stmts.push_back(
-            std::make_unique<bench::sqlite_stmt>(s->lock_file->get(), sql("fu_lock")));
-        s->stmts.push_back(
-            std::make_unique<bench::sqlite_stmt>(s->db->get(), sql("fu_next_token")));
+        s->stmts.push_back(prepared(s->lock_file->get(), statement::fu_begin));
+        s->stmts.push_back(prepared(s->lock_file->get(), statement::fu_lock));
+        s->stmts.push_back(prepared(s->db->get(), statement::fu_next_token));
         const std::string name = lock_name("bare", "select_for_update");
         add(out, b, "select_for_update", "bare", "sqlite3 C API, sqlock's statements",
             "BEGIN IMMEDIATE + fu_lock on a lock file kept open; fu_next_token (UPDATE counter, "
@@ -526,14 +549,15 @@ void add_sqlite_variants(variant_list& out, const std::string& url, const std::s
         auto s = std::make_shared<conn_and_statements>();
         s->db = open_main();
         const std::string name = lock_name("bare", "optimistic_version");
-        const std::string owner = bench::owner_like_sqlock("ov");
-        bench::sqlite_stmt(s->db->get(), sql("ov_create")).run({name});
-        for (const char* n : {"ov_read", "ov_acquire", "ov_release"})
-            s->stmts.push_back(std::make_unique<bench::sqlite_stmt>(s->db->get(), sql(n)));
+        const std::string owner = bench::sqlock_owner_id();
+        prepared(s->db->get(), statement::ov_create)->run({name});
+        for (const statement id :
+             {statement::ov_read, statement::ov_acquire, statement::ov_release})
+            s->stmts.push_back(prepared(s->db->get(), id));
         add(out, b, "optimistic_version", "bare", "sqlite3 C API, sqlock's statements",
             "ov_read; ov_acquire (CAS UPDATE .. RETURNING); ov_release (UPDATE) " + release_sends,
             [=] {
-                const auto r = s->stmts[0]->run({name});
+                const auto r = s->stmts[0]->run({name, nullptr, nullptr});
                 require(r.size() == 1 && r[0][3] == "0", "bare optimistic_version: busy");
                 const auto a = s->stmts[1]->run({name, owner, ttl_ms, host, pid, to_i64(r[0][0])});
                 require(a.size() == 1, "bare optimistic_version: CAS lost");
@@ -562,7 +586,7 @@ void add_sqlite_variants(variant_list& out, const std::string& url, const std::s
         s->db->exec("CREATE TABLE IF NOT EXISTS bench_naive_locks (name TEXT PRIMARY KEY, "
                     "owner TEXT NOT NULL, expires_at INTEGER NOT NULL)");
         const std::string name = lock_name("naive", "insert_delete");
-        const std::string owner = bench::owner_like_sqlock("naive");
+        const std::string owner = bench::sqlock_owner_id();
         s->stmts.push_back(std::make_unique<bench::sqlite_stmt>(
             s->db->get(), "INSERT INTO bench_naive_locks (name, owner, expires_at) VALUES "
                           "(?1, ?2, CAST((julianday('now') - 2440587.5) * 86400000.0 AS "
@@ -810,18 +834,22 @@ std::function<std::optional<std::int64_t>()> make_flush_counter(backend b, const
 
 void build_variants(variant_list& variants, const config& cfg) {
     for (const auto& url : cfg.urls) {
-        const backend b = *bench::backend_of(url);
+        const backend b = bench::backend_of(url);
         const std::size_t first = variants.size();
-        add_sqlock_variants(variants, b, url);
+        sqlock::database db = sqlock::connect(url);
+        db.migrate();
+        add_sqlock_variants(variants, b, db);
+        // The bare variants' statements: this handle's, as the library sends them.
+        const bench::library_sql lib(db);
         switch (b) {
         case backend::postgresql:
-            add_postgres_variants(variants, url, cfg.sql_dir);
+            add_postgres_variants(variants, url, lib);
             break;
         case backend::mysql:
-            add_mysql_variants(variants, url, cfg.sql_dir);
+            add_mysql_variants(variants, url, lib);
             break;
         case backend::sqlite:
-            add_sqlite_variants(variants, url, cfg.sql_dir);
+            add_sqlite_variants(variants, url, lib);
             break;
         }
         const auto counter = make_flush_counter(b, url);
@@ -1010,8 +1038,7 @@ config parse_args(int argc, char** argv) {
     config cfg;
     bench::for_each_option(argc, argv, usage_text, [&](const std::string& a, const std::string& v) {
         if (a == "--url") {
-            if (!bench::backend_of(v))
-                throw usage_error("unsupported URL scheme: " + v.substr(0, v.find(':')));
+            bench::backend_of(v); // a usage_error unless sqlock takes the URL
             cfg.urls.push_back(v);
         } else if (a == "--rounds") {
             cfg.rounds = std::stoi(v);
@@ -1023,8 +1050,6 @@ config parse_args(int argc, char** argv) {
             cfg.markdown_path = v;
         } else if (a == "--summary") {
             cfg.summary_path = v;
-        } else if (a == "--sql-dir") {
-            cfg.sql_dir = v;
         } else if (a == "--only") {
             cfg.only.push_back(v);
         } else if (a == "--pin-cpu") {

@@ -38,10 +38,13 @@ if [[ ${1:-} != --inner ]]; then
     fi
   fi
   cmake --preset release -DSQLOCK_BUILD_BENCH=ON >/dev/null
+  targets=(sqlock sqlock_cli "${BENCHES[@]}")
+  # The install below takes the manual page too when this build makes one (scdoc was found).
+  if grep -q '^SQLOCK_BUILD_MANPAGE:BOOL=ON$' "$BUILD/CMakeCache.txt"; then targets+=(sqlock_manpage); fi
   # Others may be editing the library: a failed build is retried a few times.
   built=0
   for attempt in 1 2 3 4 5; do
-    if cmake --build --preset release --target sqlock sqlock_cli "${BENCHES[@]}" -- --no-print-directory >"$BUILD/bench-build.log" 2>&1; then
+    if cmake --build --preset release --target "${targets[@]}" -- --no-print-directory >"$BUILD/bench-build.log" 2>&1; then
       built=1
       break
     fi
@@ -53,7 +56,6 @@ if [[ ${1:-} != --inner ]]; then
   mkdir -p "$STAGE"
   cp -a "$BUILD/sqlock" "$BUILD"/libsqlock.so* "$BUILD/sqlock0" "$STAGE/"
   for b in "${BENCHES[@]}"; do cp -a "$BUILD/tools/bench/$b" "$STAGE/"; done
-  cp -a "$ROOT/sql" "$STAGE/sql" # the statements the bare-driver variants send
   # The CLI as a user has it: installed (relative RUNPATH), run without LD_LIBRARY_PATH.
   cmake --install "$BUILD" --prefix "$STAGE/installed" >"$BUILD/bench-install.log"
   exec "$ROOT/tools/testdb.sh" run "$BUILD/bench-all-testdb" -- "$SELF" --inner
@@ -100,7 +102,7 @@ if (($(nproc) > 1)) && [[ -n ${SQLOCK_TEST_POSTGRES_PID:-} && -n ${SQLOCK_TEST_M
             --server-pid "$SQLOCK_TEST_MYSQL_PID")
 fi
 part latency "$STAGE/sqlock_latency_bench" --url "$PG" --url "$MY" --url "sqlite://$SQLITE_DIR/latency.db" \
-  --rounds "$LATENCY_ROUNDS" --batch "$LATENCY_BATCH" --sql-dir "$STAGE/sql" "${pin_args[@]}" \
+  --rounds "$LATENCY_ROUNDS" --batch "$LATENCY_BATCH" "${pin_args[@]}" \
   --json "$PARTS/latency.json" --markdown "$PARTS/latency.md" --summary "$PARTS/targets.md"
 part throughput "$STAGE/sqlock_throughput_bench" --url "$PG" --url "$MY" \
   --url "sqlite://$SQLITE_DIR/throughput.db" --seconds "$TP_SECONDS" --reps "$TP_REPS" \
