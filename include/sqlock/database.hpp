@@ -17,7 +17,8 @@ namespace sqlock {
 
 namespace detail {
 class database_impl;
-}
+class database_access;
+} // namespace detail
 
 /// Which kind of server a database handle talks to.
 enum class backend_kind {
@@ -231,8 +232,8 @@ struct migration_state {
 
 /// A handle to one lock database: a small pool of connections plus the SQL for its backend.
 ///
-/// Cheap to copy (copies share the pool). Thread-safe: any number of threads may use one
-/// database and the mutexes made from it.
+/// Made by sqlock::connect(). Cheap to copy (copies share the pool). Thread-safe: any number of
+/// threads may use one database and the mutexes made from it.
 ///
 /// Errors: members that talk to the database throw sqlock::error when it cannot be used:
 /// errc::connection or errc::timeout when it cannot be reached or does not answer,
@@ -320,13 +321,10 @@ public:
     /// Every migration this library knows for the backend, and whether it is applied.
     std::vector<migration_state> migration_status();
 
-    /// Implementation access for sqlock's own components.
-    const std::shared_ptr<detail::database_impl>& impl() const noexcept { return m_impl; }
-    /// Wraps an implementation, for sqlock's own components. Applications get a database from
-    /// sqlock::connect().
+private:
+    friend class detail::database_access; // sqlock's own components reach the pool through it
     explicit database(std::shared_ptr<detail::database_impl> impl);
 
-private:
     std::shared_ptr<detail::database_impl> m_impl;
 };
 

@@ -371,4 +371,21 @@ private:
     route_scope* m_outer;
 };
 
+/// The door from sqlock's own components (and its tests) to a database handle's internals:
+/// sqlock::database befriends this type and nothing else.
+class database_access {
+public:
+    /// The implementation `db` shares with its copies.
+    static const std::shared_ptr<database_impl>& impl(const database& db) noexcept {
+        return db.m_impl;
+    }
+    /// A handle to `impl` (connect() makes the only ones).
+    static database wrap(std::shared_ptr<database_impl> impl) { return database(std::move(impl)); }
+};
+
+/// The implementation behind `db` (shared by its copies; lives as long as one of them).
+inline database_impl& impl_of(const database& db) noexcept {
+    return *database_access::impl(db);
+}
+
 } // namespace sqlock::detail

@@ -175,7 +175,7 @@ public:
         m_strategy = make_strategy(m_options.strategy, m_db.backend());
     }
 
-    database_impl& db() { return *m_db.impl(); }
+    database_impl& db() { return impl_of(m_db); }
 
     /// The calling thread's hold, or null.
     std::shared_ptr<active_hold> mine() const {
@@ -492,7 +492,7 @@ bool acquire_call::worth_retrying(const error& e) {
 
 void acquire_call::adopt(grant g) {
     auto hold = std::make_shared<active_hold>();
-    hold->db = m_impl.m_db.impl();
+    hold->db = database_access::impl(m_impl.m_db);
     hold->strategy = m_impl.m_strategy;
     hold->name = m_impl.m_name;
     hold->owner = m_request.owner;

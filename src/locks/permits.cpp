@@ -66,7 +66,7 @@ permit_pool::permit_pool(database db, std::string name, std::int64_t count,
 }
 
 database_impl& permit_pool::db() const {
-    return *m_db.impl();
+    return impl_of(m_db);
 }
 
 std::optional<std::size_t> permit_pool::held_by_me() const {

@@ -38,7 +38,7 @@ std::string schema7_migrations_table(const std::string& table) {
 
 /// Brings the tables of `db` to schema 7 exactly as a schema-7 library's migrate() did.
 void migrate_to_7(sqlock::database& db) {
-    auto& impl = *db.impl();
+    auto& impl = sqlock::detail::impl_of(db);
     auto s = impl.checkout();
     const auto migrations = impl.expand("{migrations}");
     s->execute_script(schema7_migrations_table(migrations));
@@ -54,7 +54,7 @@ void migrate_to_7(sqlock::database& db) {
 /// A migration the contract allows, as a later release might ship it: a new table and a
 /// nullable column on the lock table, recorded as version `version`, compatible from `from`.
 void apply_additive_migration(sqlock::database& db, int version, int from) {
-    auto& impl = *db.impl();
+    auto& impl = sqlock::detail::impl_of(db);
     const auto locks = impl.expand("{locks}");
     const auto extra = db.table_prefix() + "upgrade_extra";
     std::string sql = "CREATE TABLE " + extra + " (id INTEGER PRIMARY KEY, note TEXT);\n";
@@ -139,10 +139,10 @@ TEST_SUITE("upgrade") {
     TEST_CASE("upgrade: tables that need a newer library are refused, naming both versions") {
         const int mine = sqlock::database::expected_schema_version(test::backend().kind);
         auto db = test::fresh_database("upgb_");
-        db.impl()->checkout()->execute_script("INSERT INTO " + db.impl()->expand("{migrations}") +
-                                              " (version, name, compatible_from) VALUES (" +
-                                              std::to_string(mine + 1) + ", 'test_breaking', " +
-                                              std::to_string(mine + 1) + ")");
+        sqlock::detail::impl_of(db).checkout()->execute_script(
+            "INSERT INTO " + sqlock::detail::impl_of(db).expand("{migrations}") +
+            " (version, name, compatible_from) VALUES (" + std::to_string(mine + 1) +
+            ", 'test_breaking', " + std::to_string(mine + 1) + ")");
         try {
             sqlock::connect(test::backend().url, test::own_tables("upgb_"));
             FAIL("connect accepted tables that need a newer library");
