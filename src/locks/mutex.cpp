@@ -100,7 +100,7 @@ void validate_name(std::string_view name) {
                     "it for the locks a semaphore or shared_mutex is made of");
 }
 
-/// "NAME<0x1f>ROLE" (mutex::mutex(reserved_name_t, ...)).
+/// "NAME<0x1f>ROLE" (mutex_access::make_reserved()).
 void validate_reserved_name(std::string_view name) {
     const auto split = name.find('\x1f');
     if (split == std::string_view::npos || name.size() > max_name_length)
@@ -588,7 +588,7 @@ mutex::mutex(database db, std::string name, mutex_options options)
     : m_impl(std::make_unique<detail::mutex_impl>(std::move(db), std::move(name),
                                                   std::move(options), false)) {}
 
-mutex::mutex(detail::reserved_name_t, database db, std::string name, mutex_options options)
+mutex::mutex(reserved_name_t, database db, std::string name, mutex_options options)
     : m_impl(std::make_unique<detail::mutex_impl>(std::move(db), std::move(name),
                                                   std::move(options), true)) {}
 
@@ -624,13 +624,6 @@ void mutex::lock() {
 bool mutex::try_lock() {
     // One attempt: a deadline in the past means "do not wait".
     return try_lock_until_steady(std::chrono::steady_clock::time_point::min());
-}
-
-bool mutex::try_lock_deferring(const std::array<std::string_view, 2>& defer_to,
-                               unsigned& deferred) {
-    deferred = 0;
-    return try_lock_until_steady(std::chrono::steady_clock::time_point::min(), &defer_to,
-                                 &deferred);
 }
 
 bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline) {
