@@ -157,11 +157,11 @@ public:
     /// its TTL). Set by resign() (and by a campaign that ends a lost term).
     loss_reason last_loss() const;
 
-    /// Core of the timed campaigns: retries until `deadline` on the steady clock.
+private:
+    // The core of try_campaign_for(): retries until `deadline` on the steady clock.
     std::optional<std::int64_t>
     try_campaign_until_steady(std::chrono::steady_clock::time_point deadline);
 
-private:
     std::unique_ptr<detail::leader_election_impl> m_impl;
 };
 

@@ -139,10 +139,11 @@ public:
     /// Message of the last failure unlock() swallowed ("" when none).
     std::string last_error() const;
 
-    /// Core of the timed operations: waits until `deadline` on the steady clock.
+private:
+    // The core of lock(), try_lock() and the timed operations: waits until `deadline` on the
+    // steady clock (time_point::max(): forever; time_point::min(): one round, no queue).
     bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline);
 
-private:
     std::unique_ptr<detail::semaphore_impl> m_impl;
 };
 

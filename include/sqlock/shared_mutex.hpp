@@ -121,12 +121,13 @@ public:
     /// Message of the last failure an unlock swallowed ("" when none).
     std::string last_error() const;
 
-    /// Core of the timed exclusive operations.
+private:
+    // The core of the exclusive operations: waits until `deadline` on the steady clock
+    // (time_point::max(): forever; time_point::min(): one attempt).
     bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline);
-    /// Core of the timed shared operations.
+    // The same for the shared operations.
     bool try_lock_shared_until_steady(std::chrono::steady_clock::time_point deadline);
 
-private:
     std::unique_ptr<detail::shared_mutex_impl> m_impl;
 };
 
