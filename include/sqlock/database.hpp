@@ -63,11 +63,11 @@ struct connect_options {
     /// forward), on the thread that noticed it, in the middle of a lock operation: it must not
     /// block or use sqlock. Unset: the first step is written to stderr as one line.
     std::function<void(std::chrono::milliseconds step)> on_clock_step;
-    /// Every new connection is checked against the server's replication (DESIGN §9; see
-    /// database::topology()). Replicas that are all asynchronous mean a failover can lose a
-    /// grant the old primary acknowledged (two holders, a token handed out twice): by
-    /// default that is a warning (topology().warnings, and one line on stderr); with this set
-    /// it is errc::topology. A read-only standby is always refused.
+    /// Every new connection is checked against the server's replication (see
+    /// database::topology() and docs: databases/replicated.md). Replicas that are all
+    /// asynchronous mean a failover can lose a grant the old primary acknowledged (two holders,
+    /// a token handed out twice): by default that is a warning (topology().warnings, and one
+    /// line on stderr); with this set it is errc::topology. A read-only standby is always refused.
     bool require_synchronous_replication = false;
     /// A file that holds the database password, for a URL without one (so that the password
     /// is not in the URL, a command line or an environment). Its contents are the password;
@@ -261,7 +261,7 @@ public:
     /// The oldest schema version this library can lock on (tables not yet migrated to its
     /// own version, during a rolling upgrade). Older tables: "run sqlock migrate". Newer ones
     /// are used when their migrations say this library's version is compatible with them
-    /// (docs: operations, upgrades). Does not contact any database.
+    /// (docs: operations/operating.md, "Upgrades"). Does not contact any database.
     static int oldest_usable_schema_version(backend_kind kind);
 
     /// A SQL boolean condition that is true only while lock `name` is held with fencing token

@@ -38,7 +38,7 @@ steady_deadline(const std::chrono::time_point<Clock, Duration>& abs) {
 }
 } // namespace detail
 
-/// How a lock is represented in the database (see README "Strategies").
+/// How a lock is represented in the database (docs: guides/strategies.md).
 enum class strategy {
     unique_key,         ///< a lease row under a primary key; expires after ttl
     select_for_update,  ///< a row lock held by an open transaction on a pinned connection
@@ -157,10 +157,10 @@ public:
     /// in [d/2, 3d/2) with d from 50 ms doubling to 2 s.
     ///
     /// Order: on SQLite, lock() and try_lock_for/until queue first come, first served in a
-    /// per-name ticket file beside the database (README, "Waiting on SQLite"): a caller that
-    /// releases and asks again goes behind those already waiting. A waiter that dies leaves the
-    /// line at once; one that is stopped but alive delays those behind it by at most 1 s per
-    /// turn. The queue only orders who asks the database: exclusion never depends on it, and
+    /// per-name ticket file beside the database (docs: guides/renewal.md, "Waiting on SQLite"): a
+    /// caller that releases and asks again goes behind those already waiting. A waiter that dies
+    /// leaves the line at once; one that is stopped but alive delays those behind it by at most 1 s
+    /// per turn. The queue only orders who asks the database: exclusion never depends on it, and
     /// where it cannot be used (read-only directory, no Linux OFD locks) waiters poll.
     void lock();
     /// One attempt; true when granted (or re-entered). Throws like lock(); a server without a
