@@ -123,7 +123,7 @@ enum class statement : std::size_t {
     job_prune,         ///< $1 batch $2 keep_ms -> affected rows
     job_prune_count,   ///< $1 keep_ms -> 1 row (count)
     topology,          ///< -> 1 row (read_only, replicas, synchronous, cluster_nodes, server),
-                       ///<   run on every new connection (DESIGN §9)
+                       ///<   run on every new connection (docs/site/databases/replicated.md)
     galera_session,    ///< session settings for a Galera node, run after `topology` found one
     waiters_check,     ///< $1 name $2 name (either may be NULL) -> rows (name) of the two
                        ///<   whose lease is held: a semaphore's queue and a shared mutex's

@@ -410,8 +410,8 @@ private:
     std::optional<error> m_refusal;
     // A polling waiter's session, kept from its first wait to the end of this call: its
     // attempts run there and it listens there for releases (PostgreSQL), so that waiting costs
-    // no connection beyond the one the attempts use (DESIGN §12). Declared before `m_attempts`:
-    // a seat left in the queue goes back first.
+    // no connection beyond the one the attempts use (docs/site/guides/connections.md). Declared
+    // before `m_attempts`: a seat left in the queue goes back first.
     std::optional<pooled_session> m_wait_session;
     attempt_state m_attempts; // a place in a server-side queue: left when the call ends
     // The sighting of someone else's lease outlives this call, so that a caller polling with
@@ -470,9 +470,9 @@ attempt_outcome acquire_call::attempt() {
 
 bool acquire_call::worth_retrying(const error& e) {
     if (is_server_full(e)) {
-        // No free connection slot on the server (DESIGN §12): it frees up as other clients
-        // disconnect, so a caller with time left waits it out. try_lock() (no time to wait)
-        // reports it at once.
+        // No free connection slot on the server (docs/site/guides/api.md, "A full server is
+        // waited out"): it frees up as other clients disconnect, so a caller with time left waits
+        // it out. try_lock() (no time to wait) reports it at once.
         if (m_deadline == time_point::min())
             return false;
         if (!m_refused) {

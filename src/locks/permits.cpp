@@ -151,7 +151,8 @@ bool permit_pool::acquire(std::chrono::steady_clock::time_point deadline) {
         }
     } place;
     // The head's session for release notifications (PostgreSQL), kept for the wait; its
-    // rounds run on it too, so that waiting costs no extra connection (DESIGN §12).
+    // rounds run on it too, so that waiting costs no extra connection
+    // (docs/site/guides/connections.md).
     std::optional<pooled_session> listener;
     backoff delay(m_options.retry_min, std::min(m_options.retry_max, head_poll_limit));
     full_server_backoff full_delay;
