@@ -17,7 +17,8 @@ namespace sqlock {
 
 namespace detail {
 class database_impl;
-}
+class database_access;
+} // namespace detail
 
 /// Which kind of server a database handle talks to.
 enum class backend_kind {
@@ -62,11 +63,11 @@ struct connect_options {
     /// forward), on the thread that noticed it, in the middle of a lock operation: it must not
     /// block or use sqlock. Unset: the first step is written to stderr as one line.
     std::function<void(std::chrono::milliseconds step)> on_clock_step;
-    /// Every new connection is checked against the server's replication (DESIGN §9; see
-    /// database::topology()). Replicas that are all asynchronous mean a failover can lose a
-    /// grant the old primary acknowledged (two holders, a token handed out twice): by
-    /// default that is a warning (topology().warnings, and one line on stderr); with this set
-    /// it is errc::topology. A read-only standby is always refused.
+    /// Every new connection is checked against the server's replication (see
+    /// database::topology() and docs: databases/replicated.md). Replicas that are all
+    /// asynchronous mean a failover can lose a grant the old primary acknowledged (two holders,
+    /// a token handed out twice): by default that is a warning (topology().warnings, and one
+    /// line on stderr); with this set it is errc::topology. A read-only standby is always refused.
     bool require_synchronous_replication = false;
     /// A file that holds the database password, for a URL without one (so that the password
     /// is not in the URL, a command line or an environment). Its contents are the password;
@@ -245,8 +246,8 @@ struct migration_state {
 
 /// A handle to one lock database: a small pool of connections plus the SQL for its backend.
 ///
-/// Cheap to copy (copies share the pool). Thread-safe: any number of threads may use one
-/// database and the mutexes made from it.
+/// Made by sqlock::connect(). Cheap to copy (copies share the pool). Thread-safe: any number of
+/// threads may use one database and the mutexes made from it.
 ///
 /// Errors: members that talk to the database throw sqlock::error when it cannot be used:
 /// errc::connection or errc::timeout when it cannot be reached or does not answer,
@@ -279,7 +280,7 @@ public:
     /// The oldest schema version this library can lock on (tables not yet migrated to its
     /// own version, during a rolling upgrade). Older tables: "run sqlock migrate". Newer ones
     /// are used when their migrations say this library's version is compatible with them
-    /// (docs: operations, upgrades). Does not contact any database.
+    /// (docs: operations/operating.md, "Upgrades"). Does not contact any database.
     static int oldest_usable_schema_version(backend_kind kind);
 
     /// A SQL boolean condition that is true only while lock `name` is held with fencing token
@@ -339,13 +340,10 @@ public:
     /// Every migration this library knows for the backend, and whether it is applied.
     std::vector<migration_state> migration_status();
 
-    /// Implementation access for sqlock's own components.
-    const std::shared_ptr<detail::database_impl>& impl() const noexcept { return m_impl; }
-    /// Wraps an implementation, for sqlock's own components. Applications get a database from
-    /// sqlock::connect().
+private:
+    friend class detail::database_access; // sqlock's own components reach the pool through it
     explicit database(std::shared_ptr<detail::database_impl> impl);
 
-private:
     std::shared_ptr<detail::database_impl> m_impl;
 };
 

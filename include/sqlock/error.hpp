@@ -21,7 +21,7 @@ enum class errc {
     unsupported,      ///< the backend or strategy cannot do what was asked
     /// the database's replication cannot keep this lock safe: a read-only standby or
     /// replica, select_for_update on a multi-node Galera cluster, asynchronous replicas
-    /// when connect_options::require_synchronous_replication is set (DESIGN §9)
+    /// when connect_options::require_synchronous_replication is set (docs: databases/replicated.md)
     topology,
     backend, ///< any other database error; see native_code() / sqlstate()
 };

@@ -1,6 +1,6 @@
 /// @file
 /// job.hpp: sqlock::job, "once per slot" for a job that every host of a fleet fires, and the
-/// run ledger that records its attempts (README "Scheduled jobs on a fleet", DESIGN §11).
+/// run ledger that records its attempts (docs: guides/scheduled-jobs.md).
 #pragma once
 
 #include "sqlock/database.hpp"
@@ -42,9 +42,9 @@ std::string_view to_string(job_outcome outcome) noexcept;
 struct job_options {
     /// The job runs successfully at most once per slot of this length. A firing belongs to
     /// the slot whose opening firing fired less than period/2 before or after it (firing
-    /// times on the database clock); see README "How slots are defined". Must lie in
-    /// [min_job_period, max_job_period], unless `slot` is set (then 0 is allowed and the
-    /// period is only used by status and the missed-run check).
+    /// times on the database clock); see docs: guides/scheduled-jobs.md, "How slots are
+    /// defined". Must lie in [min_job_period, max_job_period], unless `slot` is set (then 0 is
+    /// allowed and the period is only used by status and the missed-run check).
     std::chrono::milliseconds period{0};
     /// A caller-named slot ("2026-11-22", a batch id): when set, the slot is exactly this key
     /// and it is done once any attempt with this key succeeded (as long as the ledger keeps

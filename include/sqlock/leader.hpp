@@ -68,9 +68,10 @@ struct leader_info {
 ///   resigns or its lease's local end (see mutex::owns_lock()), which comes before anyone else
 ///   can be elected.
 /// - **Terms strictly increase** from one leader to the next, across crashes, reaping and
-///   server restarts (DESIGN §8). Pass the term to whatever the leader writes to, and have
-///   that refuse lower terms (for example database::fencing_condition()): this is what makes a
-///   leader that was paused past its lease harmless.
+///   server restarts (docs: guides/fencing.md, "Which crashes tokens survive"). Pass the
+///   term to whatever the leader writes to, and have that refuse lower terms (for example
+///   database::fencing_condition()): this is what makes a leader that was paused past its
+///   lease harmless.
 /// - **Losing leadership is signalled**: stop_token() is requested and on_lost runs, at the
 ///   latest at the lease's local end.
 /// - **Failover**: a leader that dies (kill -9, a crashed host) is replaced once a campaigner
@@ -81,7 +82,7 @@ struct leader_info {
 ///   2 x retry_max: 400 ms by default) + a few round trips after the dead leader's last
 ///   renewal, which was at most ttl/3 before its death. From the kill: between about
 ///   2/3 x ttl and ttl + 4 x retry_max + round trips. Measured with ttl = 2 s (20 kills per
-///   backend, tools/bench/README.md): medians 1.87-1.98 s, maxima 2.27-2.47 s.
+///   backend; docs: performance.md, "Leader failover"): medians 1.87-1.98 s, maxima 2.27-2.47 s.
 ///   A leader that resigns hands over at once (a PostgreSQL campaigner is woken by a
 ///   notification; MariaDB and SQLite campaigners at their next poll).
 ///
@@ -157,11 +158,11 @@ public:
     /// its TTL). Set by resign() (and by a campaign that ends a lost term).
     loss_reason last_loss() const;
 
-    /// Core of the timed campaigns: retries until `deadline` on the steady clock.
+private:
+    // The core of try_campaign_for(): retries until `deadline` on the steady clock.
     std::optional<std::int64_t>
     try_campaign_until_steady(std::chrono::steady_clock::time_point deadline);
 
-private:
     std::unique_ptr<detail::leader_election_impl> m_impl;
 };
 

@@ -19,7 +19,7 @@ namespace sqlock {
 
 namespace detail {
 class mutex_impl;
-class permit_pool;
+class mutex_access;
 /// A relative timeout as a deadline on the steady clock (the timed operations' core takes one).
 template <class Rep, class Period>
 std::chrono::steady_clock::time_point
@@ -36,14 +36,9 @@ steady_deadline(const std::chrono::time_point<Clock, Duration>& abs) {
     else
         return steady_deadline(abs - Clock::now());
 }
-/// Selects the constructor for sqlock's own locks (semaphore permits, wait queues), whose
-/// names have the reserved form "NAME<0x1f>ROLE". Not for applications.
-struct reserved_name_t {
-    explicit reserved_name_t() = default;
-};
 } // namespace detail
 
-/// How a lock is represented in the database (see README "Strategies").
+/// How a lock is represented in the database (docs: guides/strategies.md).
 enum class strategy {
     unique_key,         ///< a lease row under a primary key; expires after ttl
     select_for_update,  ///< a row lock held by an open transaction on a pinned connection
@@ -151,9 +146,6 @@ public:
     /// Validates name and options (errc::invalid_argument) and the strategy against the
     /// backend (errc::unsupported). Does not contact the database.
     mutex(database db, std::string name, mutex_options options = {});
-    /// sqlock's own locks: `name` is "NAME<0x1f>ROLE" with NAME valid as above and ROLE
-    /// printable; the whole at most max_name_length bytes.
-    mutex(detail::reserved_name_t, database db, std::string name, mutex_options options);
     ~mutex();
     mutex(const mutex&) = delete;
     mutex& operator=(const mutex&) = delete;
@@ -165,10 +157,10 @@ public:
     /// in [d/2, 3d/2) with d from 50 ms doubling to 2 s.
     ///
     /// Order: on SQLite, lock() and try_lock_for/until queue first come, first served in a
-    /// per-name ticket file beside the database (README, "Waiting on SQLite"): a caller that
-    /// releases and asks again goes behind those already waiting. A waiter that dies leaves the
-    /// line at once; one that is stopped but alive delays those behind it by at most 1 s per
-    /// turn. The queue only orders who asks the database: exclusion never depends on it, and
+    /// per-name ticket file beside the database (docs: guides/renewal.md, "Waiting on SQLite"): a
+    /// caller that releases and asks again goes behind those already waiting. A waiter that dies
+    /// leaves the line at once; one that is stopped but alive delays those behind it by at most 1 s
+    /// per turn. The queue only orders who asks the database: exclusion never depends on it, and
     /// where it cannot be used (read-only directory, no Linux OFD locks) waiters poll.
     void lock();
     /// One attempt; true when granted (or re-entered). Throws like lock(); a server without a
@@ -233,15 +225,23 @@ public:
     /// Message of the last failure unlock() swallowed ("" when none).
     std::string last_error() const;
 
-    /// Core of the timed operations: retries until `deadline` on the steady clock.
-    bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline);
-
 private:
-    friend class detail::permit_pool;
-    /// try_lock() for a semaphore's permits: a new grant is held back while another owner
-    /// holds a lock named in `defer_to` (its queue, a writer gate); returns false then, with
-    /// a bit per held name in `deferred` (0: not held back).
-    bool try_lock_deferring(const std::array<std::string_view, 2>& defer_to, unsigned& deferred);
+    // sqlock's own locks (a semaphore's permits and queue, a shared_mutex's writer gate) reach
+    // the members below through detail::mutex_access.
+    friend class detail::mutex_access;
+    struct reserved_name_t {
+        explicit reserved_name_t() = default;
+    };
+    // A lock named "NAME<0x1f>ROLE": NAME valid as above, ROLE printable, the whole at most
+    // max_name_length bytes.
+    mutex(reserved_name_t, database db, std::string name, mutex_options options);
+
+    // The core of lock(), try_lock() and the timed operations: retries until `deadline` on the
+    // steady clock (time_point::max(): forever; time_point::min(): one attempt).
+    bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline);
+    // The same; with `defer_to`, a new grant is held back while another owner holds a lock
+    // named there (a semaphore's queue, a writer gate): false then, with a bit per held name
+    // in `*deferred` (0: not held back).
     bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline,
                                const std::array<std::string_view, 2>* defer_to, unsigned* deferred);
 

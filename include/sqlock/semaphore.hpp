@@ -54,7 +54,7 @@ using semaphore_options = mutex_options;
 /// Waiting is fair: a caller that finds every permit taken joins the name's queue (a lock
 /// "NAME<0x1f>permit queue", renewed while waiting); only the queue's head tries the permits, so
 /// permits go to waiters in the order the queue serves them (FIFO on PostgreSQL and SQLite;
-/// see README "Semaphores" for each backend). try_acquire() makes one round over the
+/// each backend in docs: guides/semaphores.md). try_acquire() makes one round over the
 /// permits and never queues. A caller whose last acquire had to wait queues at once next time,
 /// so a releaser asking again cannot overtake the waiters it just handed over to.
 ///
@@ -139,10 +139,11 @@ public:
     /// Message of the last failure unlock() swallowed ("" when none).
     std::string last_error() const;
 
-    /// Core of the timed operations: waits until `deadline` on the steady clock.
+private:
+    // The core of lock(), try_lock() and the timed operations: waits until `deadline` on the
+    // steady clock (time_point::max(): forever; time_point::min(): one round, no queue).
     bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline);
 
-private:
     std::unique_ptr<detail::semaphore_impl> m_impl;
 };
 

@@ -27,7 +27,7 @@ inline constexpr std::int64_t default_max_readers = 16;
 /// Meets the standard SharedTimedLockable and TimedLockable requirements: std::shared_lock
 /// takes it shared, std::unique_lock, std::scoped_lock and std::lock_guard exclusive.
 ///
-/// How it is made (README "Reader-writer locks"): each reader holds one of `max_readers`
+/// How it is made (docs: guides/shared-mutex.md): each reader holds one of `max_readers`
 /// reader permits, locks named "NAME<0x1f>reader K" with the given strategy, TTL and renewal;
 /// a writer takes the writer gate "NAME<0x1f>writer" and then every reader permit. So both
 /// modes are leases with fencing tokens, renewal, takeover of a dead holder and the lost
@@ -121,12 +121,13 @@ public:
     /// Message of the last failure an unlock swallowed ("" when none).
     std::string last_error() const;
 
-    /// Core of the timed exclusive operations.
+private:
+    // The core of the exclusive operations: waits until `deadline` on the steady clock
+    // (time_point::max(): forever; time_point::min(): one attempt).
     bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline);
-    /// Core of the timed shared operations.
+    // The same for the shared operations.
     bool try_lock_shared_until_steady(std::chrono::steady_clock::time_point deadline);
 
-private:
     std::unique_ptr<detail::shared_mutex_impl> m_impl;
 };
 

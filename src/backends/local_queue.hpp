@@ -25,10 +25,11 @@
 //
 // The queue only orders who asks the database; the lease row (or the lock file's transaction)
 // still decides who holds the lock, so mutual exclusion never depends on this file. User-facing
-// description, bounds and costs: README, "Waiting on SQLite"; measurements: tools/bench/README.md.
+// description, bounds and costs: docs/site/guides/renewal.md, "Waiting on SQLite"; measurements:
+// tools/bench/README.md.
 //
 // Not covered: systems without OFD locks (macOS would need flock(2) on a file per ticket) and
-// processes of an older sqlock (they ask without a ticket). The primitives of DESIGN §10 could
+// processes of an older sqlock (they ask without a ticket). Semaphores and shared mutexes could
 // reuse the scheme with another rule for who may ask (a semaphore: any of the first N in line;
 // a shared_mutex: readers taking read locks on their bytes, so that a reader waits only for
 // earlier writers and a writer for everyone earlier).

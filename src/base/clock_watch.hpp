@@ -1,4 +1,4 @@
-// Internal: noticing steps of the database server's wall clock (DESIGN §3).
+// Internal: noticing steps of the database server's wall clock (docs/site/guides/takeover.md).
 //
 // Leases never depend on the server's clock for takeover (base/sighting.hpp), but an operator
 // wants to know when it stepped. Statements marked "-- sqlock: server-clock" return the

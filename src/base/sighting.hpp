@@ -1,6 +1,6 @@
-// Internal: the takeover rule that no clock step can break (DESIGN §3). A lease held by someone
-// else (unique_key, optimistic_version) may be dropped only by a process that has seen it
-// unchanged — same token and lease_seq; every acquire, re-entry and renewal moves lease_seq
+// Internal: the takeover rule that no clock step can break (docs/site/guides/takeover.md). A lease
+// held by someone else (unique_key, optimistic_version) may be dropped only by a process that has
+// seen it unchanged — same token and lease_seq; every acquire, re-entry and renewal moves lease_seq
 // forward — for its holder's whole TTL on its own monotonic clock. The holder's local lease
 // (what owns_lock() reads) ends a safety margin before its TTL is up, counted from before the
 // statement that set the lease, which the watcher saw only afterwards: so the holder has

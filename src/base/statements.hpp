@@ -51,13 +51,13 @@ enum class statement : std::size_t {
                         ///<   leases that look expired
     drop_stale_lease,   ///< $1 name $2 token $3 lease_seq: delete a lease seen unchanged for its
                         ///<   TTL -> affected rows (PostgreSQL: rows)
-    migrations_bootstrap, ///< DDL: create the schema-version table if missing
-    migrations_applied,   ///< -> rows (version)
-    migration_record,     ///< $1 version $2 name $3 compatible_from -> affected rows
-    migrations_compat,    ///< $1 a library's version -> 1 row: the oldest library version that
-                          ///<   can share the tables migrated above it (NULL: none above)
-    migrate_lock,         ///< take the cross-process migration lock (session level)
-    migrate_unlock,       ///< release it
+    migrations_bootstrap,  ///< DDL: create the schema-version table if missing
+    migrations_applied,    ///< -> rows (version)
+    migration_record,      ///< $1 version $2 name $3 compatible_from -> affected rows
+    migrations_compat,     ///< $1 a library's version -> 1 row: the oldest library version that
+                           ///<   can share the tables migrated above it (NULL: none above)
+    migrate_lock,          ///< take the cross-process migration lock (session level)
+    migrate_unlock,        ///< release it
     migrate_lock_wait,     ///< $1 ms: the longest a migration step's DDL waits for a table lock
     migrate_lock_wait_end, ///< the session's lock wait back to its default after migrating
     // select_for_update, on a pinned lock-holder session unless marked (pool):
@@ -125,7 +125,7 @@ enum class statement : std::size_t {
     job_prune,         ///< $1 batch $2 keep_ms -> affected rows
     job_prune_count,   ///< $1 keep_ms -> 1 row (count)
     topology,          ///< -> 1 row (read_only, replicas, synchronous, cluster_nodes, server),
-                       ///<   run on every new connection (DESIGN §9)
+                       ///<   run on every new connection (docs/site/databases/replicated.md)
     cluster_session,   ///< session settings for a node of a multi-primary cluster (Galera), after
                        ///< `topology` found one
     waiters_check,     ///< $1 name $2 name (either may be NULL) -> rows (name) of the two

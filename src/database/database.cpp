@@ -274,18 +274,19 @@ database connect(std::string_view url, const connect_options& options) {
     // Connect once now, so a wrong password or an unreachable server is reported here, and
     // refuse lock tables newer than this library (older ones are reported at the first lock,
     // so that connect() followed by migrate() works).
-    database db(std::move(impl));
+    auto db = detail::database_access::wrap(std::move(impl));
     std::optional<detail::connect_deadline> deadline;
     if (options.connect_deadline)
         deadline.emplace(*options.connect_deadline);
     if (options.check_schema) {
         const int version = db.schema_version();
-        auto s = db.impl()->checkout();
-        db.impl()->refuse_schema(*s, version, true); // newer tables this library cannot use
+        auto s = detail::impl_of(db).checkout();
+        detail::impl_of(db).refuse_schema(*s, version,
+                                          true); // newer tables this library cannot use
         const int oldest = database::oldest_usable_schema_version(db.backend());
-        db.impl()->note_schema_version(version, version >= oldest);
+        detail::impl_of(db).note_schema_version(version, version >= oldest);
     } else {
-        db.impl()->checkout();
+        detail::impl_of(db).checkout();
     }
     return db;
 }

@@ -191,10 +191,10 @@ public:
     static constexpr std::int64_t token_reserve_block = 65536;
     /// select_for_update, before a grant with `token` is handed out: makes sure the durable
     /// high-water mark covers it, so that a crash that sets the token sequence back cannot
-    /// hand it out again (DESIGN §8). Trusts only the marks this handle's own durable commits
-    /// returned (a mark merely read may not be on a synchronous standby yet); raises the mark
-    /// to token + token_reserve_block on the pool when the token is above them. Does nothing
-    /// where fu_raise_hwm is a no-op (tokens durable already). Throws sqlock::error.
+    /// hand it out again (docs/site/guides/fencing.md). Trusts only the marks this handle's own
+    /// durable commits returned (a mark merely read may not be on a synchronous standby yet);
+    /// raises the mark to token + token_reserve_block on the pool when the token is above them.
+    /// Does nothing where fu_raise_hwm is a no-op (tokens durable already). Throws sqlock::error.
     void cover_token_durably(std::int64_t token);
     /// select_for_update, before locking on lock session `s` (outside a transaction): where
     /// the backend can (reserves_on_lock_session(): PostgreSQL, MariaDB), raises the durable mark
@@ -355,8 +355,8 @@ void run_migrations(database_impl& db, const std::vector<database_impl::migratio
 
 /// While alive, run() and run_async_release() of `db` on this thread send through `s`
 /// instead of a pooled session, so that a lock's statements share the one connection it
-/// already keeps (a queue seat, a waiter's session: DESIGN §12). A null or broken `s` routes
-/// nothing. Scopes nest; the innermost wins.
+/// already keeps (a queue seat, a waiter's session: docs/site/guides/connections.md). A null or
+/// broken `s` routes nothing. Scopes nest; the innermost wins.
 class route_scope {
 public:
     route_scope(const database_impl& db, session* s) noexcept;
@@ -372,5 +372,22 @@ private:
     session* m_session;
     route_scope* m_outer;
 };
+
+/// The door from sqlock's own components (and its tests) to a database handle's internals:
+/// sqlock::database befriends this type and nothing else.
+class database_access {
+public:
+    /// The implementation `db` shares with its copies.
+    static const std::shared_ptr<database_impl>& impl(const database& db) noexcept {
+        return db.m_impl;
+    }
+    /// A handle to `impl` (connect() makes the only ones).
+    static database wrap(std::shared_ptr<database_impl> impl) { return database(std::move(impl)); }
+};
+
+/// The implementation behind `db` (shared by its copies; lives as long as one of them).
+inline database_impl& impl_of(const database& db) noexcept {
+    return *database_access::impl(db);
+}
 
 } // namespace sqlock::detail

@@ -49,7 +49,7 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
         std::lock_guard lock(m_pool_mutex);
         if (pools_lock_sessions() && !m_idle.empty()) {
             // One kind of session on PostgreSQL: the pool's idle one becomes the lock's, so a
-            // process with one lock keeps one connection (DESIGN §12).
+            // process with one lock keeps one connection (docs/site/guides/connections.md).
             auto s = std::move(m_idle.back());
             m_idle.pop_back();
             --m_open;
@@ -65,7 +65,7 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
     {
         // MariaDB lock sessions differ from pooled ones (autocommit off, the process id as a
         // connection attribute): a pooled session sitting idle is closed first, so that the
-        // lock's connection replaces it rather than adding to it (DESIGN §12).
+        // lock's connection replaces it rather than adding to it (docs/site/guides/connections.md).
         std::unique_ptr<session> spare;
         std::lock_guard lock(m_pool_mutex);
         if (!m_idle.empty()) {

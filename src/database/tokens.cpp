@@ -1,5 +1,5 @@
 // Fencing tokens across crashes: the durable high-water mark that covers every token handed
-// out (DESIGN §8).
+// out (docs/site/guides/fencing.md, "Which crashes tokens survive").
 #include "database/database_impl.hpp"
 
 #include <algorithm>

@@ -1,8 +1,8 @@
 // Connecting to the right server of a replicated database, and refusing what cannot keep a
-// lock safe (DESIGN §9). Every new connection (pooled or a lock session) runs the backend's
-// `topology` statement once: a read-only standby or replica is refused, asynchronous
-// replicas are a warning (an error with require_synchronous_replication), and the latest
-// answer is kept for database::topology(), `sqlock status` and the select_for_update check.
+// lock safe (docs/site/databases/replicated.md). Every new connection (pooled or a lock session)
+// runs the backend's `topology` statement once: a read-only standby or replica is refused,
+// asynchronous replicas are a warning (an error with require_synchronous_replication), and the
+// latest answer is kept for database::topology(), `sqlock status` and the select_for_update check.
 #include "backends/module.hpp"
 #include "database/database_impl.hpp"
 

@@ -187,7 +187,7 @@ job_result job::run(const std::function<void(std::int64_t, std::stop_token)>& fn
 
 job_result job::run_reporting(const std::function<job_report(const job_context&)>& fn) {
     using namespace std::chrono;
-    auto& impl = *m_db.impl();
+    auto& impl = detail::impl_of(m_db);
     impl.require_schema();
     const std::string_view name = m_name;
     const std::int64_t period_ms = m_options.period.count();
@@ -361,7 +361,7 @@ std::vector<job_run_info> job_history(database& db, std::string_view name, std::
     if (limit == 0)
         throw error(errc::invalid_argument, "history limit must be at least 1");
     const auto lim = static_cast<std::int64_t>(std::min<std::size_t>(limit, 1'000'000));
-    const auto res = db.impl()->run(statement::job_history, {name, lim});
+    const auto res = detail::impl_of(db).run(statement::job_history, {name, lim});
     std::vector<job_run_info> out;
     for (const auto& r : res.rows) {
         job_run_info i;
@@ -387,7 +387,7 @@ std::vector<job_run_info> job_history(database& db, std::string_view name, std::
 }
 
 std::vector<job_info> list_jobs(database& db) {
-    const auto res = db.impl()->run(statement::job_list, {});
+    const auto res = detail::impl_of(db).run(statement::job_list, {});
     std::vector<job_info> out;
     for (const auto& r : res.rows) {
         job_info j;

@@ -96,7 +96,7 @@ public:
             m_next->lock();
             won = true;
         } else {
-            won = m_next->try_lock_until_steady(deadline);
+            won = m_next->try_lock_until(deadline);
         }
         if (!won)
             return std::nullopt;

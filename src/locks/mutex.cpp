@@ -100,7 +100,7 @@ void validate_name(std::string_view name) {
                     "it for the locks a semaphore or shared_mutex is made of");
 }
 
-/// "NAME<0x1f>ROLE" (mutex::mutex(reserved_name_t, ...)).
+/// "NAME<0x1f>ROLE" (mutex_access::make_reserved()).
 void validate_reserved_name(std::string_view name) {
     const auto split = name.find('\x1f');
     if (split == std::string_view::npos || name.size() > max_name_length)
@@ -175,7 +175,7 @@ public:
         m_strategy = make_strategy(m_options.strategy, m_db.backend());
     }
 
-    database_impl& db() { return *m_db.impl(); }
+    database_impl& db() { return impl_of(m_db); }
 
     /// The calling thread's hold, or null.
     std::shared_ptr<active_hold> mine() const {
@@ -410,8 +410,8 @@ private:
     std::optional<error> m_refusal;
     // A polling waiter's session, kept from its first wait to the end of this call: its
     // attempts run there and it listens there for releases (PostgreSQL), so that waiting costs
-    // no connection beyond the one the attempts use (DESIGN §12). Declared before `m_attempts`:
-    // a seat left in the queue goes back first.
+    // no connection beyond the one the attempts use (docs/site/guides/connections.md). Declared
+    // before `m_attempts`: a seat left in the queue goes back first.
     std::optional<pooled_session> m_wait_session;
     attempt_state m_attempts; // a place in a server-side queue: left when the call ends
     // The sighting of someone else's lease outlives this call, so that a caller polling with
@@ -470,9 +470,9 @@ attempt_outcome acquire_call::attempt() {
 
 bool acquire_call::worth_retrying(const error& e) {
     if (is_server_full(e)) {
-        // No free connection slot on the server (DESIGN §12): it frees up as other clients
-        // disconnect, so a caller with time left waits it out. try_lock() (no time to wait)
-        // reports it at once.
+        // No free connection slot on the server (docs/site/guides/api.md, "A full server is
+        // waited out"): it frees up as other clients disconnect, so a caller with time left waits
+        // it out. try_lock() (no time to wait) reports it at once.
         if (m_deadline == time_point::min())
             return false;
         if (!m_refused) {
@@ -492,7 +492,7 @@ bool acquire_call::worth_retrying(const error& e) {
 
 void acquire_call::adopt(grant g) {
     auto hold = std::make_shared<active_hold>();
-    hold->db = m_impl.m_db.impl();
+    hold->db = database_access::impl(m_impl.m_db);
     hold->strategy = m_impl.m_strategy;
     hold->name = m_impl.m_name;
     hold->owner = m_request.owner;
@@ -588,7 +588,7 @@ mutex::mutex(database db, std::string name, mutex_options options)
     : m_impl(std::make_unique<detail::mutex_impl>(std::move(db), std::move(name),
                                                   std::move(options), false)) {}
 
-mutex::mutex(detail::reserved_name_t, database db, std::string name, mutex_options options)
+mutex::mutex(reserved_name_t, database db, std::string name, mutex_options options)
     : m_impl(std::make_unique<detail::mutex_impl>(std::move(db), std::move(name),
                                                   std::move(options), true)) {}
 
@@ -624,13 +624,6 @@ void mutex::lock() {
 bool mutex::try_lock() {
     // One attempt: a deadline in the past means "do not wait".
     return try_lock_until_steady(std::chrono::steady_clock::time_point::min());
-}
-
-bool mutex::try_lock_deferring(const std::array<std::string_view, 2>& defer_to,
-                               unsigned& deferred) {
-    deferred = 0;
-    return try_lock_until_steady(std::chrono::steady_clock::time_point::min(), &defer_to,
-                                 &deferred);
 }
 
 bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline) {

@@ -4,6 +4,7 @@
 #include "base/statements.hpp"
 #include "base/waiting.hpp"
 #include "database/database_impl.hpp"
+#include "locks/mutex_access.hpp"
 #include "sqlock/semaphore.hpp"
 
 #include <algorithm>
@@ -48,9 +49,8 @@ permit_pool::permit_pool(database db, std::string name, std::int64_t count,
     // bad name fails before anything else is made.
     m_permits.reserve(static_cast<std::size_t>(count));
     for (std::int64_t k = 0; k < count; ++k)
-        m_permits.push_back(std::make_unique<mutex>(
-            reserved_name_t{}, m_db,
-            reserved_name(m_name, std::string(role) + " " + std::to_string(k)),
+        m_permits.push_back(mutex_access::make_reserved(
+            m_db, reserved_name(m_name, std::string(role) + " " + std::to_string(k)),
             permit_options(role, k)));
     mutex_options queue = m_options;
     // A lease, whatever the permits' strategy: a newcomer's permit acquire looks at its row to
@@ -59,14 +59,13 @@ permit_pool::permit_pool(database db, std::string name, std::int64_t count,
     queue.strategy = strategy::unique_key;
     queue.renew = true; // a head that waits longer than a TTL keeps its place
     queue.on_lost = nullptr;
-    m_queue = std::make_unique<mutex>(reserved_name_t{}, m_db,
-                                      reserved_name(m_name, std::string(role) + " queue"),
-                                      std::move(queue));
+    m_queue = mutex_access::make_reserved(m_db, reserved_name(m_name, std::string(role) + " queue"),
+                                          std::move(queue));
     m_wake_name = reserved_name(m_name, std::string(role) + " ");
 }
 
 database_impl& permit_pool::db() const {
-    return *m_db.impl();
+    return impl_of(m_db);
 }
 
 std::optional<std::size_t> permit_pool::held_by_me() const {
@@ -103,7 +102,7 @@ permit_pool::round permit_pool::one_round(const std::array<std::string_view, 2>&
     for (std::size_t i = 0; i < n; ++i) {
         const std::size_t k = (start + i) % n;
         unsigned deferred = 0;
-        if (m_permits[k]->try_lock_deferring(defer_to, deferred))
+        if (mutex_access::try_lock_deferring(*m_permits[k], defer_to, deferred))
             return {k, 0};
         if (deferred != 0)
             return {std::nullopt, deferred}; // the same for every permit: no use asking on
@@ -139,7 +138,7 @@ mutex_options permit_pool::permit_options(std::string_view role, std::int64_t k)
 
 bool permit_pool::acquire(std::chrono::steady_clock::time_point deadline) {
     if (const auto k = held_by_me())
-        return m_permits[*k]->try_lock_until_steady(deadline); // re-entry (or lock_lost)
+        return m_permits[*k]->try_lock_until(deadline); // re-entry (or lock_lost)
 
     auto& database = db();
     const bool can_wait = deadline > std::chrono::steady_clock::now();
@@ -152,7 +151,8 @@ bool permit_pool::acquire(std::chrono::steady_clock::time_point deadline) {
         }
     } place;
     // The head's session for release notifications (PostgreSQL), kept for the wait; its
-    // rounds run on it too, so that waiting costs no extra connection (DESIGN §12).
+    // rounds run on it too, so that waiting costs no extra connection
+    // (docs/site/guides/connections.md).
     std::optional<pooled_session> listener;
     backoff delay(m_options.retry_min, std::min(m_options.retry_max, head_poll_limit));
     full_server_backoff full_delay;
@@ -197,7 +197,7 @@ bool permit_pool::acquire(std::chrono::steady_clock::time_point deadline) {
             }
             if (r.deferred_to(defer_gate)) {
                 // A writer holds or waits for the gate: it goes first.
-                if (!can_wait || !m_gate->try_lock_until_steady(deadline))
+                if (!can_wait || !m_gate->try_lock_until(deadline))
                     return false;
                 m_gate->unlock();
                 continue;
@@ -205,7 +205,7 @@ bool permit_pool::acquire(std::chrono::steady_clock::time_point deadline) {
             if (r.deferred_to(defer_queue)) {
                 // Someone waits for a permit (or our last acquire had to): into the queue,
                 // then a round at once.
-                if (!m_queue->try_lock_until_steady(deadline))
+                if (!m_queue->try_lock_until(deadline))
                     return false;
                 place.queue = m_queue.get();
                 continue;

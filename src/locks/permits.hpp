@@ -58,7 +58,7 @@ public:
 
     /// Takes one permit for the calling thread, waiting in turn until `deadline`
     /// (time_point::min(): one round, no queue). A thread that holds one re-enters it. Errors
-    /// as mutex::try_lock_until_steady: retryable trouble is retried while time remains and a
+    /// as mutex::try_lock_until: retryable trouble is retried while time remains and a
     /// full server is waited out.
     bool acquire(std::chrono::steady_clock::time_point deadline);
 
@@ -89,7 +89,7 @@ private:
     struct round {
         std::optional<std::size_t> granted; ///< the permit taken
         /// Not asked on: bit defer_queue, someone holds the queue (waits for a permit); bit
-        /// defer_gate, a writer holds or waits for the gate (mutex::try_lock_deferring).
+        /// defer_gate, a writer holds or waits for the gate (mutex_access::try_lock_deferring).
         unsigned deferred = 0;
         bool deferred_to(std::size_t which) const noexcept { return (deferred >> which) & 1u; }
     };

@@ -4,6 +4,7 @@
 // writer wait for it, so that a stream of readers cannot starve writers.
 #include "sqlock/shared_mutex.hpp"
 
+#include "locks/mutex_access.hpp"
 #include "locks/permits.hpp"
 #include "sqlock/semaphore.hpp"
 
@@ -54,8 +55,7 @@ public:
                 callback(told);
             };
         }
-        m_gate = std::make_unique<mutex>(reserved_name_t{}, db, reserved_name(name, "writer"),
-                                         std::move(gate));
+        m_gate = mutex_access::make_reserved(db, reserved_name(name, "writer"), std::move(gate));
         m_readers = std::make_unique<permit_pool>(std::move(db), std::move(name), max_readers,
                                                   inner, "reader", "shared mutex", m_gate.get());
     }
@@ -141,7 +141,7 @@ public:
                 // (deadline may be time_point::min() or max(): compared, never subtracted)
                 const auto step_end = now + m_ttl / 3;
                 const auto until = !m_leases_renewed && deadline > step_end ? step_end : deadline;
-                if (m_readers->permit(k).try_lock_until_steady(until))
+                if (m_readers->permit(k).try_lock_until(until))
                     take(k);
                 else if (std::chrono::steady_clock::now() < deadline &&
                          !confirm_early_leases(taken_at))
@@ -254,7 +254,7 @@ bool shared_mutex::try_lock_until_steady(std::chrono::steady_clock::time_point d
                         "for itself)");
     auto& readers = *impl.m_readers;
     for (;;) {
-        if (!impl.m_gate->try_lock_until_steady(deadline))
+        if (!impl.m_gate->try_lock_until(deadline))
             return false;
         // The gate is ours: readers that come now wait for us. Take every permit, waiting for
         // the readers inside to leave; keep what we get.

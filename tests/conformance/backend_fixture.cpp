@@ -112,7 +112,7 @@ std::string unique_name(const std::string& base) {
 
 void check_costs_like_a_mutex(const std::function<void()>& take, const std::function<void()>& give,
                               int rounds) {
-    const auto& impl = *db().impl();
+    const auto& impl = sqlock::detail::impl_of(db());
     const auto sent_by = [&](const std::function<void()>& f) {
         const auto before = impl.statements_sent();
         f();
@@ -138,7 +138,7 @@ std::optional<sqlock::lock_info> row_of(const std::string& name) {
 }
 
 void exec_sql(sqlock::database& database, const std::string& sql) {
-    auto s = database.impl()->checkout();
+    auto s = sqlock::detail::impl_of(database).checkout();
     s->execute_script(sql);
 }
 
@@ -200,7 +200,7 @@ std::vector<int> server_client_ports(pid_t pid) {
 
 std::vector<std::int64_t> server_sessions_of(pid_t pid) {
     std::vector<std::int64_t> ids;
-    auto s = db().impl()->checkout();
+    auto s = sqlock::detail::impl_of(db()).checkout();
     for (const int port : server_client_ports(pid)) {
         const auto p = std::to_string(port);
         const auto r = s->query(

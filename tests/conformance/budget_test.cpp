@@ -102,7 +102,7 @@ TEST_SUITE("connection_budget") {
             waiter.unlock();
         });
         winner.join();
-        auto s = database.impl()->checkout(); // the most recently pooled session
+        auto s = sqlock::detail::impl_of(database).checkout(); // the most recently pooled session
         if (test::backend().kind == sqlock::backend_kind::postgresql) {
             CHECK(s->query("SHOW lock_timeout").rows.at(0).at(0).value_or("") == "0");
         } else {

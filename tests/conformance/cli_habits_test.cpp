@@ -52,7 +52,7 @@ std::string strategy_arg() {
 
 /// Rows in the audit table for `name`.
 std::int64_t audit_rows(const std::string& name) {
-    auto s = db().impl()->checkout();
+    auto s = sqlock::detail::impl_of(db()).checkout();
     const auto res = s->query("SELECT COUNT(*) FROM " + db().table_prefix() +
                               "audit WHERE name = '" + name + "'");
     return std::stoll(res.rows.at(0).at(0).value_or("0"));

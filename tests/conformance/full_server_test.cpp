@@ -82,7 +82,7 @@ public:
 
     /// The server sessions of this login right now.
     std::vector<std::int64_t> sessions() const {
-        auto s = test::db().impl()->checkout();
+        auto s = sqlock::detail::impl_of(test::db()).checkout();
         const auto r = s->query(
             postgres()
                 ? "SELECT pid FROM pg_stat_activity WHERE usename = '" + m_user + "'"
@@ -160,7 +160,7 @@ TEST_SUITE("full_server") {
         limited_login login(2);
         auto subject = connected_then_cut(login);
         auto blockers = login.fill();
-        auto& impl = *subject.impl();
+        auto& impl = sqlock::detail::impl_of(subject);
         const auto connects_before = impl.connects_attempted();
         const auto name = test::unique_name("full-wait");
 
@@ -201,7 +201,7 @@ TEST_SUITE("full_server") {
         limited_login login(2);
         auto subject = connected_then_cut(login);
         auto blockers = login.fill();
-        auto& impl = *subject.impl();
+        auto& impl = sqlock::detail::impl_of(subject);
         const auto connects_before = impl.connects_attempted();
         std::thread freer([&] {
             test::eventually([&] { return impl.connects_attempted() >= connects_before + 3; }, 8s);

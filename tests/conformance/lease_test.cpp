@@ -331,7 +331,7 @@ TEST_SUITE("lease_sqlite") {
         m.lock();
         m.unlock();
         CHECK(m.last_error().empty());
-        auto s = d.impl()->checkout();
+        auto s = sqlock::detail::impl_of(d).checkout();
         CHECK(s->query("PRAGMA synchronous").rows.at(0).at(0) == "2"); // FULL again
     }
 
@@ -346,13 +346,14 @@ TEST_SUITE("lease_sqlite") {
         const auto name = unique_name("busy-release");
         mutex m(d, name, opts());
         m.lock();
-        auto blocker = db().impl()->checkout();
+        auto blocker = sqlock::detail::impl_of(db()).checkout();
         blocker->begin(); // BEGIN IMMEDIATE: every other writer waits
-        const auto sent = d.impl()->statements_sent();
+        const auto sent = sqlock::detail::impl_of(d).statements_sent();
         std::jthread lift([&] {
             // Lifted once a second release was sent, i.e. the first was refused as busy (the
             // write lock outlasted its busy timeout); without a retry it never comes.
-            test::eventually([&] { return d.impl()->statements_sent() >= sent + 2; }, 3s);
+            test::eventually(
+                [&] { return sqlock::detail::impl_of(d).statements_sent() >= sent + 2; }, 3s);
             blocker->rollback();
         });
         m.unlock();
@@ -370,7 +371,7 @@ TEST_SUITE("unique_key") {
         "statement budget: uncontended acquire, re-entry and release are one statement each") {
         const auto name = unique_name("budget");
         mutex a(db(), name, opts());
-        const auto& impl = *db().impl();
+        const auto& impl = sqlock::detail::impl_of(db());
         auto sent = [&] {
             return impl.statements_sent();
         };
@@ -400,7 +401,8 @@ TEST_SUITE("lease") {
         auto& d = db();
         const auto name = unique_name("fenced");
         const bool mysql = d.backend() == sqlock::backend_kind::mysql;
-        auto user = d.impl()->checkout(); // stands for the application's own connection
+        auto user =
+            sqlock::detail::impl_of(d).checkout(); // stands for the application's own connection
         user->query(std::string("CREATE TABLE IF NOT EXISTS fenced_data (id BIGINT PRIMARY KEY, "
                                 "v BIGINT NOT NULL)") +
                     (mysql ? " ENGINE = InnoDB" : ""));
@@ -480,7 +482,7 @@ TEST_SUITE("lease_postgresql") { // MariaDB and SQLite waiters poll (documented)
             test::spawn({test::contender_path(), "hold", test::backend().url, name, "30000",
                          std::string(sqlock::to_string(test::strategy())), dir},
                         {"SQLOCK_CONTENDER_RETRY_MS=5000"});
-        auto user = db().impl()->checkout();
+        auto user = sqlock::detail::impl_of(db()).checkout();
         REQUIRE(test::eventually(
             [&] {
                 const auto r = user->query("SELECT count(*) FROM pg_stat_activity WHERE query = "

@@ -120,7 +120,7 @@ TEST_SUITE("common") {
         holder.lock();
         std::atomic<bool> waiting{false};
         std::atomic<std::int64_t> acquired_at_ns{0};
-        const auto attempts_before = db().impl()->acquire_attempts();
+        const auto attempts_before = sqlock::detail::impl_of(db()).acquire_attempts();
         std::thread t([&] {
             mutex waiter(db(), name, opts());
             waiting = true;
@@ -132,7 +132,11 @@ TEST_SUITE("common") {
         // REQUIRE before join(): the thread must be joined whatever happens.
         const auto attempts = test::strategy() == sqlock::strategy::unique_key ? 4u : 1u;
         CHECK(test::eventually(
-            [&] { return db().impl()->acquire_attempts() >= attempts_before + attempts; }, 5s));
+            [&] {
+                return sqlock::detail::impl_of(db()).acquire_attempts() >=
+                       attempts_before + attempts;
+            },
+            5s));
         CHECK(acquired_at_ns.load() == 0); // still waiting while held
         const auto released = std::chrono::steady_clock::now();
         holder.unlock();

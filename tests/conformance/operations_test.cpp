@@ -234,7 +234,7 @@ TEST_SUITE("backend") {
 
         // Migrations "undone" down to below the oldest schema this library can use (it locks
         // on the one before its own: upgrade_test.cpp): it refuses until migrated again.
-        auto s = fresh.impl()->checkout();
+        auto s = sqlock::detail::impl_of(fresh).checkout();
         s->query("DELETE FROM " + co.table_prefix + "migrations WHERE version >= " +
                  std::to_string(sqlock::database::oldest_usable_schema_version(fresh.backend())));
         auto again = sqlock::connect(test::backend().url, co);
@@ -297,7 +297,7 @@ TEST_SUITE("lease") {
             std::unique_lock lock(m);
             CHECK(cv.wait_for(lock, 3s, [&] { return lost; })); // the next renewal is refused
         }
-        auto user = db().impl()->checkout();
+        auto user = sqlock::detail::impl_of(db()).checkout();
         const auto fenced =
             user->query("SELECT 1 WHERE " +
                         db().fencing_condition("'" + name + "'", std::to_string(old_token)));

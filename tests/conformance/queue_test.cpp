@@ -55,7 +55,7 @@ std::string queue_lock_condition(const std::string& name, const std::string& pre
 }
 
 std::int64_t count_of(const std::string& sql) {
-    auto s = db().impl()->checkout();
+    auto s = sqlock::detail::impl_of(db()).checkout();
     const auto r = s->query(sql);
     return r.rows.empty() ? 0 : std::stoll(r.rows.at(0).at(0).value_or("0"));
 }
@@ -204,7 +204,7 @@ TEST_SUITE("unique_key_queue") {
         holder.lock();
         // A session that took the queue lock and then stopped (a paused process): it never
         // gives the queue up.
-        auto stuck = db().impl()->checkout();
+        auto stuck = sqlock::detail::impl_of(db()).checkout();
         take_queue_lock(*stuck, name);
         auto other = sqlock::connect(test::backend().url);
         std::atomic<bool> got{false};
@@ -349,7 +349,7 @@ TEST_SUITE("unique_key_postgresql") {
         // A role allowed one connection: the server refuses any second one, so the seat, the
         // LISTEN and the attempts must all share the one connect() opened.
         const auto role = "sqlock_one_" + unique_name("conn").substr(5);
-        auto admin = db().impl()->checkout();
+        auto admin = sqlock::detail::impl_of(db()).checkout();
         admin->query("CREATE ROLE \"" + role + "\" LOGIN PASSWORD 'one' CONNECTION LIMIT 1");
         admin->query("GRANT ALL ON ALL TABLES IN SCHEMA public TO \"" + role + "\"");
         admin->query("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO \"" + role + "\"");
@@ -368,24 +368,26 @@ TEST_SUITE("unique_key_postgresql") {
             // Held throughout: the wait ends as a plain "not granted", not a connection error,
             // and it never tried to open a second connection (each refused login costs the
             // server a backend start and an authentication).
-            const auto connects = limited.impl()->connects_attempted();
+            const auto connects = sqlock::detail::impl_of(limited).connects_attempted();
             bool got = true;
             CHECK_NOTHROW(got = waiter.try_lock_for(800ms));
             CHECK_FALSE(got);
-            CHECK(limited.impl()->connects_attempted() == connects);
+            CHECK(sqlock::detail::impl_of(limited).connects_attempted() == connects);
             std::atomic<bool> granted{false};
             std::jthread t([&] {
                 granted = waiter.try_lock_for(20s);
                 if (granted)
                     waiter.unlock();
             });
-            const auto attempts = limited.impl()->acquire_attempts();
+            const auto attempts = sqlock::detail::impl_of(limited).acquire_attempts();
             REQUIRE(test::eventually(
-                [&] { return limited.impl()->acquire_attempts() >= attempts + 2; }, 10s));
+                [&] { return sqlock::detail::impl_of(limited).acquire_attempts() >= attempts + 2; },
+                10s));
             holder.unlock();
             t.join();
             CHECK(granted.load());
-            CHECK(limited.impl()->connects_attempted() == connects); // held and released on it
+            CHECK(sqlock::detail::impl_of(limited).connects_attempted() ==
+                  connects); // held and released on it
         }
         admin->query("DROP OWNED BY \"" + role + "\"");
         admin->query("DROP ROLE \"" + role + "\"");

@@ -136,7 +136,7 @@ TEST_SUITE("common") {
             mutex holder(db(), name, options);
             holder.lock();
             const auto locked_at = std::chrono::steady_clock::now();
-            auto blocker = db().impl()->checkout();
+            auto blocker = sqlock::detail::impl_of(db()).checkout();
             blocker->begin(); // BEGIN IMMEDIATE: renewals now wait for the write lock
             const bool fired = probe.wait(3s);
             blocker->rollback();

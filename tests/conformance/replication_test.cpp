@@ -33,7 +33,7 @@ std::string host_port_of(const std::string& url) {
 
 /// The first column of the first row `sql` returns on one of `database`'s sessions.
 std::string query_one(sqlock::database& database, const std::string& sql) {
-    auto s = database.impl()->checkout();
+    auto s = sqlock::detail::impl_of(database).checkout();
     const auto res = s->query(sql);
     REQUIRE(!res.rows.empty());
     REQUIRE(res.rows.front().at(0).has_value());

@@ -41,7 +41,7 @@ TEST_SUITE("select_for_update") {
         mutex a(db(), name, opts());
         a.lock();
         if (is_sqlite()) {
-            CHECK(std::filesystem::exists(db().impl()->lock_file_for(name)));
+            CHECK(std::filesystem::exists(sqlock::detail::impl_of(db()).lock_file_for(name)));
             CHECK(a.server_session_id() == 0);
         } else {
             const auto row = test::row_of(name); // pre-created, never expires, no holder in it
@@ -282,7 +282,7 @@ namespace {
 
 /// One integer from `sql` (a single-row, single-column query) on a pooled session of `database`.
 std::int64_t query_int(sqlock::database& database, const std::string& sql) {
-    auto s = database.impl()->checkout();
+    auto s = sqlock::detail::impl_of(database).checkout();
     const auto r = s->query(sql);
     REQUIRE(r.rows.size() == 1);
     return sqlock::detail::column_int(r.rows.front().at(0));
@@ -388,7 +388,7 @@ TEST_SUITE("select_for_update_sqlite") {
         mutex holder(db(), name, opts());
         REQUIRE(holder.try_lock());
         sqlite3* raw = nullptr;
-        REQUIRE(sqlite3_open_v2(db().impl()->lock_file_for(name).c_str(), &raw,
+        REQUIRE(sqlite3_open_v2(sqlock::detail::impl_of(db()).lock_file_for(name).c_str(), &raw,
                                 SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK);
         std::unique_ptr<sqlite3, decltype(&sqlite3_close_v2)> reader(raw, &sqlite3_close_v2);
         REQUIRE(sqlite3_exec(reader.get(), "BEGIN; SELECT count(*) FROM sqlite_master;", nullptr,

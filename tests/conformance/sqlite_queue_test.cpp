@@ -35,7 +35,7 @@ std::string strategy_arg() {
 
 /// The queue file of `name` in the test database.
 std::string queue_file(const std::string& name) {
-    return db().impl()->lock_file_for(name) + ".queue";
+    return sqlock::detail::impl_of(db()).lock_file_for(name) + ".queue";
 }
 
 /// The queue's ticket counter (0 before the file exists). Every ticket taken while another

@@ -81,7 +81,7 @@ void stop(pid_t p) {
 void show_row_lock_holders() {
     if (test::backend().kind != sqlock::backend_kind::mysql)
         return;
-    auto s = db().impl()->checkout();
+    auto s = sqlock::detail::impl_of(db()).checkout();
     const auto r = s->query("SELECT @@GLOBAL.innodb_status_output_locks");
     REQUIRE(r.rows.size() == 1);
     REQUIRE(sqlock::detail::column_int(r.rows.front().at(0)) == 1);

@@ -39,7 +39,7 @@ std::string schema7_migrations_table(const std::string& table) {
 
 /// Brings the tables of `db` to schema 7 exactly as a schema-7 library's migrate() did.
 void migrate_to_7(sqlock::database& db) {
-    auto& impl = *db.impl();
+    auto& impl = sqlock::detail::impl_of(db);
     auto s = impl.checkout();
     const auto migrations = impl.expand("{migrations}");
     s->execute_script(schema7_migrations_table(migrations));
@@ -56,7 +56,8 @@ using sqlock::test_support::additive_migration;
 
 /// Applies additive_migration() as migrate() applies its own.
 void apply_additive_migration(sqlock::database& db, int version, int from) {
-    sqlock::detail::run_migrations(*db.impl(), {additive_migration(db, version, from)}, {});
+    sqlock::detail::run_migrations(sqlock::detail::impl_of(db),
+                                   {additive_migration(db, version, from)}, {});
 }
 
 /// Locks and releases a new name with every strategy on `db`; returns the tokens granted.
@@ -152,10 +153,11 @@ TEST_SUITE("upgrade") {
         const std::vector list{additive_migration(db, mine + 1, mine)};
         if (test::backend().kind == sqlock::backend_kind::sqlite) {
             // Its select_for_update locks a file of its own, not the database: no wait.
-            CHECK_NOTHROW(sqlock::detail::run_migrations(*db.impl(), list, options));
+            CHECK_NOTHROW(
+                sqlock::detail::run_migrations(sqlock::detail::impl_of(db), list, options));
         } else {
             try {
-                sqlock::detail::run_migrations(*db.impl(), list, options);
+                sqlock::detail::run_migrations(sqlock::detail::impl_of(db), list, options);
                 FAIL("the migration altered the lock table under an open select_for_update");
             } catch (const sqlock::error& e) {
                 CHECK(e.code() == sqlock::errc::timeout);
@@ -170,7 +172,7 @@ TEST_SUITE("upgrade") {
         CHECK(holder.owns_lock());
         holder.unlock();
         // Released: the migration goes through, and the migrated tables lock.
-        sqlock::detail::run_migrations(*db.impl(), list, options);
+        sqlock::detail::run_migrations(sqlock::detail::impl_of(db), list, options);
         CHECK(db.schema_version() == mine + 1);
         CHECK(lock_each_strategy(db).size() == 3);
     }
@@ -178,10 +180,10 @@ TEST_SUITE("upgrade") {
     TEST_CASE("upgrade: tables that need a newer library are refused, naming both versions") {
         const int mine = sqlock::database::expected_schema_version(test::backend().kind);
         auto db = test::fresh_database("upgb_");
-        db.impl()->checkout()->execute_script("INSERT INTO " + db.impl()->expand("{migrations}") +
-                                              " (version, name, compatible_from) VALUES (" +
-                                              std::to_string(mine + 1) + ", 'test_breaking', " +
-                                              std::to_string(mine + 1) + ")");
+        sqlock::detail::impl_of(db).checkout()->execute_script(
+            "INSERT INTO " + sqlock::detail::impl_of(db).expand("{migrations}") +
+            " (version, name, compatible_from) VALUES (" + std::to_string(mine + 1) +
+            ", 'test_breaking', " + std::to_string(mine + 1) + ")");
         try {
             sqlock::connect(test::backend().url, test::own_tables("upgb_"));
             FAIL("connect accepted tables that need a newer library");

@@ -15,7 +15,7 @@ namespace sqlock::test_support {
 /// note_<version> on the lock table. On MariaDB, whose DDL commits as it goes (a step may run
 /// again after a failed try), every statement is idempotent, as the contract asks.
 inline detail::database_impl::migration additive_migration(database& db, int version, int from) {
-    auto& impl = *db.impl();
+    auto& impl = detail::impl_of(db);
     const auto locks = impl.expand("{locks}");
     const auto v = std::to_string(version);
     const auto extra = db.table_prefix() + "extra_" + v;

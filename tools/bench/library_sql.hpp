@@ -40,7 +40,8 @@ struct library_statement {
 /// The statements of the backend `db` is connected to (kept alive while this is).
 class library_sql {
 public:
-    explicit library_sql(const sqlock::database& db) : m_db(db.impl()) {}
+    explicit library_sql(const sqlock::database& db)
+        : m_db(sqlock::detail::database_access::impl(db)) {}
 
     /// Statement `id` as the library sends it. Throws when the library sends nothing for it
     /// on this backend (a file of comments only): a bare variant must not send it either.

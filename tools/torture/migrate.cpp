@@ -26,7 +26,7 @@ int migrate_once(const std::string& url, const std::string& prefix) {
     const int version = db.schema_version() + 1;
     const int mine = sqlock::database::expected_schema_version(db.backend());
     sqlock::detail::run_migrations(
-        *db.impl(), {sqlock::test_support::additive_migration(db, version, mine)},
+        sqlock::detail::impl_of(db), {sqlock::test_support::additive_migration(db, version, mine)},
         {.lock_wait = std::chrono::seconds(1), .wait = std::chrono::seconds(60)});
     return version;
 }

@@ -90,7 +90,7 @@ std::string build_conninfo(const connection_config& config) {
     if (!ports.empty())
         append_conninfo(info, "port", ports);
     // Only a server that accepts writes will do: of several hosts libpq takes the primary, and
-    // a standby alone is refused (the topology check says why; DESIGN §9).
+    // a standby alone is refused (the topology check says why; docs/site/databases/replicated.md).
     append_conninfo(info, "target_session_attrs", "read-write");
     if (!config.user.empty())
         append_conninfo(info, "user", config.user);
