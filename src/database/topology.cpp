@@ -4,6 +4,7 @@
 // replicas are a warning (an error with require_synchronous_replication), and the latest
 // answer is kept for database::topology(), `sqlock status` and the select_for_update check.
 #include "backends/module.hpp"
+#include "base/rows.hpp"
 #include "database/database_impl.hpp"
 
 namespace sqlock::detail {
@@ -97,22 +98,22 @@ std::optional<std::string> database_impl::check_topology(session& s, const std::
         throw;
     }
     s.rollback();
-    if (r.rows.empty() || r.rows.front().size() < 5)
+    if (r.rows.empty())
         throw error(errc::backend, "the topology check returned no row",
                     std::string(to_string(kind())));
-    const auto& answer = r.rows.front();
+    const auto answer = topology_row::decode(r.rows.front());
     topology_info t;
-    t.server = answer[4] && !answer[4]->empty() ? *answer[4] : endpoint;
+    t.server = answer.server && !answer.server->empty() ? *answer.server : endpoint;
     if (!endpoint.empty() && t.server != endpoint)
         t.server = endpoint + " (" + t.server + ")";
-    // Galera (columns 5 and 6, MariaDB only): a node outside the primary component or not
-    // yet synced answers this query but refuses every lock statement with 1047.
-    const bool galera = answer.size() > 5 && answer[5].has_value();
-    if (galera && column_int(answer[5]) == 0)
+    // Galera (node_ready and node_state, MariaDB only): a node outside the primary component
+    // or not yet synced answers this query but refuses every lock statement with 1047.
+    const bool galera = answer.node_ready.has_value();
+    if (galera && !*answer.node_ready)
         throw error(errc::connection,
                     std::string(to_string(kind())) + ": " + t.server +
                         " is a Galera node that does not serve clients now (" +
-                        answer[6].value_or("state unknown") +
+                        answer.node_state.value_or("state unknown") +
                         "): it is not synced with a primary component. Another node can "
                         "serve: list every node in the URL (mysql://user:pw@host1:port,"
                         "host2:port/db)",
@@ -121,10 +122,10 @@ std::optional<std::string> database_impl::check_topology(session& s, const std::
         m_galera.store(true, std::memory_order_relaxed); // no user-level locks: no queue
         s.execute(statement::galera_session, {});
     }
-    const bool read_only = column_int(answer[0]) != 0;
-    t.replicas = static_cast<int>(column_int(answer[1]));
-    t.synchronous = column_int(answer[2]) != 0;
-    t.cluster_nodes = std::max<int>(1, static_cast<int>(column_int(answer[3])));
+    const bool read_only = answer.read_only;
+    t.replicas = static_cast<int>(answer.replicas);
+    t.synchronous = answer.synchronous;
+    t.cluster_nodes = std::max<int>(1, static_cast<int>(answer.cluster_nodes));
     const std::string where = std::string(to_string(kind())) + ": " + m_config.redacted_url;
 
     if (read_only)
