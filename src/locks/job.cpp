@@ -3,6 +3,7 @@
 #include "sqlock/job.hpp"
 
 #include "base/owner.hpp"
+#include "base/rows.hpp"
 #include "database/database_impl.hpp"
 #include "locks/job_rule.hpp"
 #include "sqlock/error.hpp"
@@ -95,14 +96,7 @@ slot_decision decide_by_key(std::span<const past_attempt> attempts, const std::s
 
 namespace {
 
-using detail::column_int;
 using detail::statement;
-
-std::optional<std::int64_t> column_opt(const std::optional<std::string>& text) {
-    if (!text)
-        return std::nullopt;
-    return column_int(text);
-}
 
 /// Ledger messages: printable ASCII only (every backend's column takes it), bounded.
 std::string ledger_message(std::string_view text) {
@@ -138,14 +132,13 @@ ended_attempt record_end(detail::session& s, std::string_view name, std::int64_t
                              .affected_rows;
     if (changed != 1)
         return out;
-    const auto got = s.execute(statement::job_run_get, {name, token});
-    if (got.rows.empty())
+    const auto run =
+        detail::decode_first<detail::job_run_row>(s.execute(statement::job_run_get, {name, token}));
+    if (!run)
         return out;
-    const auto& r = got.rows.front();
-    const auto started = column_int(r.at(0));
-    const auto ended = column_int(r.at(1));
-    out.duration_ms = column_int(r.at(2));
-    s.execute(statement::job_count, {name, outcome, started, out.duration_ms, ended});
+    out.duration_ms = run->duration_ms;
+    s.execute(statement::job_count,
+              {name, outcome, run->started_ms, out.duration_ms, run->ended_ms});
     out.recorded = true;
     return out;
 }
@@ -195,7 +188,8 @@ job_result job::run_reporting(const std::function<job_report(const job_context&)
     // The firing's time on the database clock decides its slot (and anchors a slot it opens):
     // a host that then waits for another's run still belongs to the slot it fired in.
     impl.run(statement::job_touch, {name, period_ms});
-    const auto fire_ms = column_int(impl.run(statement::job_now, {}).rows.at(0).at(0));
+    const auto fire_ms =
+        detail::decode_single<detail::job_now_row>(impl.run(statement::job_now, {})).now_ms;
 
     mutex m(m_db, m_name, m_options.lock);
     const auto wait = m_options.wait  ? *m_options.wait
@@ -220,33 +214,33 @@ job_result job::run_reporting(const std::function<job_report(const job_context&)
         auto s = impl.checkout();
         try {
             s->begin();
-            for (const auto& r : s->execute(statement::job_stale, {name, res.token}).rows)
-                record_end(*s, name, column_int(r.at(0)), "abandoned", nullptr, nullptr,
+            for (const auto& stale : detail::decode_rows<detail::token_row>(
+                     s->execute(statement::job_stale, {name, res.token})))
+                record_end(*s, name, stale.token, "abandoned", nullptr, nullptr,
                            "the runner's lease ran out before it recorded an outcome "
                            "(crashed, killed or cut off)",
                            false);
             const auto window = detail::period_window(fire_ms, period_ms);
-            const auto rows =
+            const auto rows = detail::decode_rows<detail::job_attempt_row>(
                 m_options.slot.empty()
                     ? s->execute(statement::job_recent, {name, window.first, window.last})
                     : s->execute(statement::job_slot_runs,
-                                 {name, std::string_view(m_options.slot)});
+                                 {name, std::string_view(m_options.slot)}));
             std::vector<detail::past_attempt> attempts;
-            for (const auto& r : rows.rows)
-                attempts.push_back({r.at(0).value_or(""), column_int(r.at(1)),
-                                    r.at(2).value_or("") == "succeeded"});
+            for (const auto& r : rows)
+                attempts.push_back({r.slot, r.slot_fired_ms, r.outcome == "succeeded"});
             const auto d = m_options.slot.empty()
                                ? detail::decide_by_period(attempts, fire_ms)
                                : detail::decide_by_key(attempts, m_options.slot, fire_ms);
             res.slot = d.slot;
             res.takeover = d.takeover;
             if (d.done) {
-                const auto& r = rows.rows.at(d.matched);
+                const auto& r = rows.at(d.matched);
                 res.outcome = job_outcome::skipped;
-                res.done_by_token = column_int(r.at(3));
-                res.done_by_owner = r.at(4).value_or("");
-                res.done_by_host = r.at(5).value_or("");
-                res.done_by_pid = column_int(r.at(6));
+                res.done_by_token = r.token;
+                res.done_by_owner = r.owner;
+                res.done_by_host = r.host;
+                res.done_by_pid = r.pid;
                 s->execute(statement::job_skip, {name});
             } else {
                 started = s->execute(statement::job_start,
@@ -363,24 +357,24 @@ std::vector<job_run_info> job_history(database& db, std::string_view name, std::
     const auto lim = static_cast<std::int64_t>(std::min<std::size_t>(limit, 1'000'000));
     const auto res = db.impl()->run(statement::job_history, {name, lim});
     std::vector<job_run_info> out;
-    for (const auto& r : res.rows) {
+    for (auto& r : detail::decode_rows<detail::job_history_row>(res)) {
         job_run_info i;
         i.name = std::string(name);
-        i.token = column_int(r.at(0));
-        i.slot = r.at(1).value_or("");
-        i.owner = r.at(2).value_or("");
-        i.host = r.at(3).value_or("");
-        i.pid = column_int(r.at(4));
-        i.period_ms = column_int(r.at(5));
-        i.started_ms = column_int(r.at(6));
-        i.ended_ms = column_opt(r.at(7));
-        i.duration_ms = column_opt(r.at(8));
-        if (r.at(9))
-            i.exit_status = static_cast<int>(column_int(r.at(9)));
-        if (r.at(10))
-            i.signal = static_cast<int>(column_int(r.at(10)));
-        i.outcome = r.at(11).value_or("");
-        i.message = r.at(12).value_or("");
+        i.token = r.token;
+        i.slot = std::move(r.slot);
+        i.owner = std::move(r.owner);
+        i.host = std::move(r.host);
+        i.pid = r.pid;
+        i.period_ms = r.period_ms;
+        i.started_ms = r.started_ms;
+        i.ended_ms = r.ended_ms;
+        i.duration_ms = r.duration_ms;
+        if (r.exit_status)
+            i.exit_status = static_cast<int>(*r.exit_status);
+        if (r.term_signal)
+            i.signal = static_cast<int>(*r.term_signal);
+        i.outcome = std::move(r.outcome);
+        i.message = std::move(r.message);
         out.push_back(std::move(i));
     }
     return out;
@@ -389,24 +383,24 @@ std::vector<job_run_info> job_history(database& db, std::string_view name, std::
 std::vector<job_info> list_jobs(database& db) {
     const auto res = db.impl()->run(statement::job_list, {});
     std::vector<job_info> out;
-    for (const auto& r : res.rows) {
+    for (auto& r : detail::decode_rows<detail::job_list_row>(res)) {
         job_info j;
-        j.name = r.at(0).value_or("");
-        j.period_ms = column_int(r.at(1));
-        j.first_fired_ms = column_int(r.at(2));
-        j.last_fired_ms = column_int(r.at(3));
-        j.last_outcome = r.at(4).value_or("");
-        j.last_started_ms = column_int(r.at(5));
-        j.last_duration_ms = column_int(r.at(6));
-        j.last_success_started_ms = column_int(r.at(7));
-        j.last_success_ended_ms = column_int(r.at(8));
-        j.succeeded = column_int(r.at(9));
-        j.failed = column_int(r.at(10));
-        j.lost = column_int(r.at(11));
-        j.abandoned = column_int(r.at(12));
-        j.skipped = column_int(r.at(13));
-        j.running_since_ms = column_opt(r.at(14));
-        j.now_ms = column_int(r.at(15));
+        j.name = std::move(r.name);
+        j.period_ms = r.period_ms;
+        j.first_fired_ms = r.first_fired_ms;
+        j.last_fired_ms = r.last_fired_ms;
+        j.last_outcome = std::move(r.last_outcome);
+        j.last_started_ms = r.last_started_ms;
+        j.last_duration_ms = r.last_duration_ms;
+        j.last_success_started_ms = r.last_success_started_ms;
+        j.last_success_ended_ms = r.last_success_ended_ms;
+        j.succeeded = r.succeeded;
+        j.failed = r.failed;
+        j.lost = r.lost;
+        j.abandoned = r.abandoned;
+        j.skipped = r.skipped;
+        j.running_since_ms = r.running_since_ms;
+        j.now_ms = r.now_ms;
         out.push_back(std::move(j));
     }
     return out;
