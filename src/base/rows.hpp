@@ -98,9 +98,9 @@ struct acquire_unique_key_row {
 /// inspect_lock: the lock row of a name, whatever its strategy.
 struct inspect_lock_row {
     static constexpr std::array statements{statement::inspect_lock};
-    static constexpr auto columns = column_list("owner", "token", "hold_count", "expires_in_ms",
-                                                "strategy", "lease_seq", "ttl_ms",
-                                                "server_clock_ms");
+    static constexpr auto columns =
+        column_list("owner", "token", "hold_count", "expires_in_ms", "strategy", "lease_seq",
+                    "ttl_ms", "server_clock_ms");
     std::string owner; ///< empty: free
     std::int64_t token = 0;
     std::int64_t hold_count = 0;
@@ -153,8 +153,8 @@ struct uk_queue_enter_row {
     static constexpr std::array statements{statement::uk_queue_enter};
     static constexpr auto columns = column_list("waited", "turn", "wait_ms");
     static constexpr std::size_t required_columns = 2; ///< wait_ms comes back on some only
-    bool waited = false; ///< someone else had it: the lock is contended
-    bool turn = false;   ///< it is ours (else not within the wait, or interrupted)
+    bool waited = false;                 ///< someone else had it: the lock is contended
+    bool turn = false;                   ///< it is ours (else not within the wait, or interrupted)
     std::optional<std::int64_t> wait_ms; ///< the wait asked for, echoed where it is unused
     static uk_queue_enter_row decode(const row& r);
 };
@@ -166,7 +166,7 @@ struct fu_lock_row {
     static constexpr std::array statements{statement::fu_lock, statement::fu_lock_nowait};
     static constexpr auto columns = column_list("token", "recovered");
     std::optional<std::int64_t> token; ///< nullopt: draw it with fu_next_token
-    bool recovered = false; ///< this server incarnation's token sequence was recovered
+    bool recovered = false;            ///< this server incarnation's token sequence was recovered
     static fu_lock_row decode(const row& r);
 };
 
@@ -225,8 +225,7 @@ struct reap_candidate_row {
 
 /// count_expired, job_prune_count: how many rows a reap would delete.
 struct expired_count_row {
-    static constexpr std::array statements{statement::count_expired,
-                                           statement::job_prune_count};
+    static constexpr std::array statements{statement::count_expired, statement::job_prune_count};
     static constexpr auto columns = column_list("expired");
     std::int64_t expired = 0;
     static expired_count_row decode(const row& r);
@@ -264,9 +263,9 @@ struct migrations_compat_row {
 /// topology: what the server behind a new connection is (DESIGN §9).
 struct topology_row {
     static constexpr std::array statements{statement::topology};
-    static constexpr auto columns = column_list("read_only", "replicas", "synchronous",
-                                                "cluster_nodes", "server", "node_ready",
-                                                "node_state");
+    static constexpr auto columns =
+        column_list("read_only", "replicas", "synchronous", "cluster_nodes", "server", "node_ready",
+                    "node_state");
     static constexpr std::size_t required_columns = 5; ///< the node's state: multi-writer only
     bool read_only = false;
     std::int64_t replicas = 0;
@@ -307,8 +306,7 @@ struct job_attempt_row {
 /// job_run_get: the times of an attempt that just ended.
 struct job_run_row {
     static constexpr std::array statements{statement::job_run_get};
-    static constexpr auto columns =
-        column_list("started_ms", "ended_ms", "duration_ms", "outcome");
+    static constexpr auto columns = column_list("started_ms", "ended_ms", "duration_ms", "outcome");
     std::int64_t started_ms = 0;
     std::int64_t ended_ms = 0;
     std::int64_t duration_ms = 0;
@@ -320,9 +318,8 @@ struct job_run_row {
 struct job_history_row {
     static constexpr std::array statements{statement::job_history};
     static constexpr auto columns =
-        column_list("token", "slot", "owner", "host", "pid", "period_ms", "started_ms",
-                    "ended_ms", "duration_ms", "exit_status", "term_signal", "outcome", "message",
-                    "now_ms");
+        column_list("token", "slot", "owner", "host", "pid", "period_ms", "started_ms", "ended_ms",
+                    "duration_ms", "exit_status", "term_signal", "outcome", "message", "now_ms");
     std::int64_t token = 0;
     std::string slot;
     std::string owner;

@@ -126,9 +126,9 @@ std::string column_name(std::string_view item) {
         lower(before.substr(before.size() - 2)) == "as" &&
         (before.size() == 2 || !word_char(before[before.size() - 3])))
         return lower(last_word);
-    const bool bare = std::all_of(item.begin(), item.end(),
-                                  [](char c) { return word_char(c) || c == '.'; }) &&
-                      !item.empty() && !std::isdigit(static_cast<unsigned char>(item.front()));
+    const bool bare =
+        std::all_of(item.begin(), item.end(), [](char c) { return word_char(c) || c == '.'; }) &&
+        !item.empty() && !std::isdigit(static_cast<unsigned char>(item.front()));
     return bare ? lower(item.substr(item.rfind('.') + 1)) : std::string();
 }
 
@@ -137,8 +137,8 @@ std::string column_name(std::string_view item) {
 /// `code`: comments and strings blanked (code_of).
 std::vector<std::string> result_columns(const std::string& code) {
     const auto words = top_level_words(code);
-    const auto returning =
-        std::find_if(words.rbegin(), words.rend(), [](const auto& w) { return w.word == "returning"; });
+    const auto returning = std::find_if(words.rbegin(), words.rend(),
+                                        [](const auto& w) { return w.word == "returning"; });
     std::size_t start = 0, end = code.size();
     if (returning != words.rend()) {
         start = returning->at + returning->word.size();
@@ -150,12 +150,10 @@ std::vector<std::string> result_columns(const std::string& code) {
         if (verb == words.end() || verb->word != "select")
             return {};
         start = verb->at + verb->word.size();
-        static const std::set<std::string> list_ends{"from",  "where", "group", "having",
-                                                     "order", "limit", "union", "window",
-                                                     "into",  "for"};
-        const auto stop = std::find_if(verb + 1, words.end(), [](const auto& w) {
-            return list_ends.contains(w.word);
-        });
+        static const std::set<std::string> list_ends{"from",  "where", "group",  "having", "order",
+                                                     "limit", "union", "window", "into",   "for"};
+        const auto stop = std::find_if(verb + 1, words.end(),
+                                       [](const auto& w) { return list_ends.contains(w.word); });
         if (stop != words.end())
             end = stop->at;
     }
@@ -198,7 +196,8 @@ int check_row_type() {
             if (trimmed(code).empty() || text->find("-- sqlock: read-back") != std::string::npos)
                 continue;
             const auto names = result_columns(code);
-            const auto expected = expected_columns<Row>(std::max(names.size(), required_columns_of<Row>()));
+            const auto expected =
+                expected_columns<Row>(std::max(names.size(), required_columns_of<Row>()));
             CHECK(joined(names) == joined(expected));
             ++compared;
         }
@@ -237,7 +236,9 @@ void check_column_lists(row_types<Rows...>) {
 } // namespace
 
 TEST_CASE("reading result columns from SQL") {
-    const auto columns = [](std::string_view sql) { return joined(result_columns(code_of(sql))); };
+    const auto columns = [](std::string_view sql) {
+        return joined(result_columns(code_of(sql)));
+    };
     CHECK(columns("SELECT a, t.b, 1 AS c, count(*) AS d FROM x WHERE y = ',' ORDER BY 1") ==
           "a, b, c, d");
     CHECK(columns("-- a comment, with commas (and FROM)\nSELECT a /* , b */, 'x, FROM' AS s") ==
@@ -279,9 +280,9 @@ TEST_CASE("a decoder refuses a row whose width does not fit its columns") {
 }
 
 TEST_CASE("decoders read their columns by name, NULL as the caller needs it") {
-    const row r{std::string("owner-1"), std::string("42"), std::string("2"), std::nullopt,
-                std::string("unique_key"), std::string("7"), std::string("30000"),
-                std::string("1700000000000")};
+    const row r{std::string("owner-1"), std::string("42"),           std::string("2"),
+                std::nullopt,           std::string("unique_key"),   std::string("7"),
+                std::string("30000"),   std::string("1700000000000")};
     const auto lock = inspect_lock_row::decode(r);
     CHECK(lock.owner == "owner-1");
     CHECK(lock.token == 42);

@@ -25,7 +25,8 @@ std::string statements_text(std::span<const statement> statements) {
 template <class Row>
 class column_of {
 public:
-    consteval column_of(const char* name) : m_position(find(name)) {} // NOLINT: implicit on purpose
+    // Implicit on purpose: a decoder names a column with a string literal.
+    consteval column_of(const char* name) : m_position(find(name)) {}
     constexpr std::size_t position() const noexcept { return m_position; }
 
 private:
