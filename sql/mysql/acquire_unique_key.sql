@@ -68,10 +68,10 @@ ON DUPLICATE KEY UPDATE
                      VALUES(strategy), strategy),
     owner       = IF($6 IS NULL AND owner = '' AND strategy <> 'select_for_update', $2, owner)
 RETURNING token, hold_count,
-    COALESCE(owner = $2 AND (acquired_at = UTC_TIMESTAMP(6) OR token = $6), 0),
-    owner = '', lease_seq, ttl_ms, COALESCE(owner = $2, 0),
+    COALESCE(owner = $2 AND (acquired_at = UTC_TIMESTAMP(6) OR token = $6), 0) AS granted,
+    owner = '' AS created_free_row, lease_seq, ttl_ms, COALESCE(owner = $2, 0) AS mine,
     CAST(IF(@@wsrep_on, 0,
             COALESCE(IS_USED_LOCK(LEFT(CONCAT('{channel}/', SHA2(CONCAT('{channel}/', $1), 256)),
-                                       64)) <> CONNECTION_ID(), 0)) AS SIGNED),
-    0,
-    TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000
+                                       64)) <> CONNECTION_ID(), 0)) AS SIGNED) AS queue_busy,
+    0 AS deferred,
+    TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000 AS server_clock_ms

@@ -4,6 +4,6 @@
 -- MEMORY table: empty after every server start). It is a derived table, materialised before
 -- NEXTVAL runs, so a 1 proves the recovery that moved the sequence past every earlier token
 -- came first; on a 0 the token is not handed out (see migration 0004).
-SELECT NEXTVAL({token_seq}), incarnation.recovered
+SELECT NEXTVAL({token_seq}) AS token, incarnation.recovered
 FROM (SELECT name FROM {locks} WHERE name = $1 FOR UPDATE) AS locked,
      (SELECT COUNT(*) AS recovered FROM {token_incarnation}) AS incarnation

@@ -1,1 +1,1 @@
-SELECT NEXTVAL({token_seq})
+SELECT NEXTVAL({token_seq}) AS token

@@ -1,5 +1,6 @@
 -- The newest $2 attempts of job $1, with the database clock's now.
 SELECT token, slot, owner, host, pid, period_ms, started_ms, ended_ms, duration_ms,
-       exit_status, term_signal, outcome, message, (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)
+       exit_status, term_signal, outcome, message,
+       (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000) AS now_ms
 FROM {job_runs} WHERE name = $1
 ORDER BY started_ms DESC, token DESC LIMIT $2

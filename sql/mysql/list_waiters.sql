@@ -5,12 +5,12 @@
 -- wait/lock/metadata/sql/mdl not enabled) the last part returns one row with a NULL name:
 -- the waiters are hidden. who: "pid N", the client's process id as its connector reports it
 -- (connection attribute _pid), which tells the lease's holder from the next in line.
-SELECT l.name, t.PROCESSLIST_ID,
+SELECT l.name, t.PROCESSLIST_ID AS session,
        COALESCE((SELECT CONCAT('pid ', a.ATTR_VALUE)
                  FROM performance_schema.session_connect_attrs AS a
-                 WHERE a.PROCESSLIST_ID = t.PROCESSLIST_ID AND a.ATTR_NAME = '_pid'), ''),
-       CAST(COALESCE(t.PROCESSLIST_TIME, 0) * 1000 AS SIGNED),
-       CASE WHEN m.LOCK_STATUS = 'GRANTED' THEN 1 ELSE 0 END
+                 WHERE a.PROCESSLIST_ID = t.PROCESSLIST_ID AND a.ATTR_NAME = '_pid'), '') AS who,
+       CAST(COALESCE(t.PROCESSLIST_TIME, 0) * 1000 AS SIGNED) AS waited_ms,
+       CASE WHEN m.LOCK_STATUS = 'GRANTED' THEN 1 ELSE 0 END AS granted
 FROM {locks} AS l
 JOIN performance_schema.metadata_locks AS m
   ON m.OBJECT_TYPE = 'USER LEVEL LOCK'

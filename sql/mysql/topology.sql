@@ -5,9 +5,9 @@
 --                  with the lossless wait point AFTER_SYNC (AFTER_COMMIT acknowledges first)
 --   cluster_nodes  Galera: wsrep_cluster_size while wsrep is on; 1 otherwise
 --   server         @@hostname:@@port
---   galera_ready   Galera only (NULL otherwise): 1 while the node serves clients (wsrep_ready
+--   node_ready     Galera only (NULL otherwise): 1 while the node serves clients (wsrep_ready
 --                  ON, in the primary component); 0 and every lock statement fails with 1047
---   galera_state   Galera only: wsrep_local_state_comment and wsrep_cluster_status, for errors
+--   node_state     Galera only: wsrep_local_state_comment and wsrep_cluster_status, for errors
 -- information_schema.GLOBAL_STATUS needs no privilege; unknown variables give no row.
 SELECT CAST(@@global.read_only AS SIGNED) AS read_only,
        CAST(COALESCE((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS
@@ -25,10 +25,10 @@ SELECT CAST(@@global.read_only AS SIGNED) AS read_only,
                                 WHERE VARIABLE_NAME = 'WSREP_READY'), 'OFF') = 'ON'
                       AND COALESCE((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS
                                     WHERE VARIABLE_NAME = 'WSREP_CLUSTER_STATUS'), '') = 'Primary'
-                      AS SIGNED) END AS galera_ready,
+                      AS SIGNED) END AS node_ready,
        CASE WHEN @@global.wsrep_on = 1
             THEN CONCAT(COALESCE((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS
                                   WHERE VARIABLE_NAME = 'WSREP_LOCAL_STATE_COMMENT'), '?'), ', ',
                         COALESCE((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS
                                   WHERE VARIABLE_NAME = 'WSREP_CLUSTER_STATUS'), '?'))
-            END AS galera_state
+            END AS node_state

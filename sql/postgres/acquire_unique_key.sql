@@ -53,8 +53,9 @@ WITH attempt AS (
        OR ($6::bigint IS NOT NULL AND l.owner = $2::text AND l.token = $6::bigint)
     RETURNING token, hold_count, CAST(owner = $2::text AS integer) AS granted, lease_seq, ttl_ms
 )
-SELECT token, hold_count, granted, 0, lease_seq, ttl_ms, granted, 0 * $7::integer, 0,
-       CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS bigint)
+SELECT token, hold_count, granted, 0 AS created_free_row, lease_seq, ttl_ms, granted AS mine,
+       0 * $7::integer AS queue_busy, 0 AS deferred,
+       CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS bigint) AS server_clock_ms
 FROM attempt
 UNION ALL
 SELECT token, hold_count, 0, 0, lease_seq, ttl_ms, CAST(owner = $2::text AS integer),

@@ -1,1 +1,1 @@
-SELECT nextval('{token_seq}')
+SELECT nextval('{token_seq}') AS token

@@ -5,6 +5,6 @@ SELECT j.name, j.period_ms, j.first_fired_ms, j.last_fired_ms, j.last_outcome,
        j.last_success_ended_ms, j.succeeded, j.failed, j.lost, j.abandoned, j.skipped,
        (SELECT MIN(r.started_ms) FROM {job_runs} r
         WHERE r.name = j.name AND r.outcome = 'running'
-          AND EXISTS (SELECT 1 FROM {locks} l WHERE l.name = r.name AND l.token = r.token AND l.owner <> '' AND l.expires_at > statement_timestamp())),
-       CAST(floor(EXTRACT(EPOCH FROM statement_timestamp()) * 1000) AS bigint)
+          AND EXISTS (SELECT 1 FROM {locks} l WHERE l.name = r.name AND l.token = r.token AND l.owner <> '' AND l.expires_at > statement_timestamp())) AS running_since_ms,
+       CAST(floor(EXTRACT(EPOCH FROM statement_timestamp()) * 1000) AS bigint) AS now_ms
 FROM {jobs} j ORDER BY j.name

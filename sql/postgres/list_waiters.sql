@@ -9,10 +9,11 @@
 -- application_name: "sqlock host:pid" as connected (postgres_session.cpp), or a lock
 -- session's owner id while it locks (fu_session).
 -- Columns: name, session (backend pid), who (application_name), waited_ms, granted (1/0).
-SELECT l.name, k.pid, COALESCE(a.application_name, ''),
+SELECT l.name, k.pid AS session, COALESCE(a.application_name, '') AS who,
        CAST(floor(EXTRACT(EPOCH FROM (statement_timestamp() -
-            COALESCE(k.waitstart, a.query_start, statement_timestamp()))) * 1000) AS bigint),
-       CASE WHEN k.granted THEN 1 ELSE 0 END
+            COALESCE(k.waitstart, a.query_start, statement_timestamp()))) * 1000) AS bigint)
+           AS waited_ms,
+       CASE WHEN k.granted THEN 1 ELSE 0 END AS granted
 FROM {locks} AS l
 JOIN pg_locks AS k
   ON k.locktype = 'advisory' AND k.database = (SELECT oid FROM pg_database

@@ -8,11 +8,11 @@
 -- (a waiter was not granted within 3 s in 1 run of 8). deferred: which of sqlock's own locks $2, $3
 -- (a semaphore's queue, a shared mutex's writer gate; NULL: none) someone holds (1: $2, 2: $3),
 -- so that a permit is not taken past them without another round trip.
-SELECT token, owner, hold_count, CAST(owner <> '' AS integer), lease_seq, ttl_ms,
+SELECT token, owner, hold_count, CAST(owner <> '' AS integer) AS held, lease_seq, ttl_ms,
        CASE WHEN pg_try_advisory_xact_lock(1936483696, hashtext('{channel}/' || $1::text))
-            THEN 0 ELSE 1 END,
+            THEN 0 ELSE 1 END AS queue_busy,
        CAST(EXISTS (SELECT 1 FROM {locks} WHERE name = $2::text AND owner <> '') AS integer)
            + 2 * CAST(EXISTS (SELECT 1 FROM {locks} WHERE name = $3::text AND owner <> '')
-                      AS integer),
-       CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS bigint)
+                      AS integer) AS deferred,
+       CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS bigint) AS server_clock_ms
 FROM {locks} WHERE name = $1::text

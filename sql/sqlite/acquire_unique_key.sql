@@ -38,5 +38,6 @@ ON CONFLICT (name) DO UPDATE SET
     ttl_ms      = $3
 WHERE ($6 IS NULL AND l.owner = '' AND l.strategy <> 'select_for_update')
    OR ($6 IS NOT NULL AND l.owner = $2 AND l.token = $6)
-RETURNING token, hold_count, owner = $2, 0, lease_seq, ttl_ms, owner = $2, 0 * $7, 0,
-          CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
+RETURNING token, hold_count, owner = $2 AS granted, 0 AS created_free_row, lease_seq, ttl_ms,
+          owner = $2 AS mine, 0 * $7 AS queue_busy, 0 AS deferred,
+          CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) AS server_clock_ms

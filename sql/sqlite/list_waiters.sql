@@ -1,3 +1,3 @@
 -- SQLite shows no sessions: its waiters are the tickets of each name's queue file, read by
 -- sqlock status itself (fair_queue.hpp, tickets_in_line).
-SELECT NULL, NULL, NULL, NULL, NULL WHERE 0
+SELECT NULL AS name, NULL AS session, NULL AS who, NULL AS waited_ms, NULL AS granted WHERE 0

@@ -8,6 +8,9 @@
 //     {token_incarnation}, {recover_tokens}, {jobs}, {job_runs}, ... and replaced by the quoted,
 //     prefixed names when a database is opened (database_impl's constructor lists them);
 //   - boolean result columns are cast to integers (0/1);
+//   - result columns that sqlock reads are named (an alias where they are expressions) as
+//     the statement's row type in base/rows.hpp names them, in the same order
+//     (tests/unit/rows_test.cpp checks every backend's file);
 //   - a file holding only comments makes the statement a no-op for that backend;
 //   - a file containing the line "-- sqlock: skip-if-unchanged" is not sent again on the same
 //     connection while the parameters it uses are the same as last time (session settings);
@@ -92,7 +95,7 @@ enum class statement : std::size_t {
     ov_release,  ///< $1 name $2 owner $3 token -> affected rows (the row always changes)
     renew_lease, ///< $1 name $2 owner $3 ttl_ms $4 token -> (token) | read-back (inspect_lock)
     // operations
-    count_expired,       ///< $1 grace_ms -> 1 row (count)
+    count_expired,       ///< $1 grace_ms -> 1 row (expired)
     force_release,       ///< $1 name -> affected rows (lease rows only; token moves forward)
     fu_terminate_holder, ///< $1 name -> rows (sessions ended; PostgreSQL only)
     audit_record,        ///< $1 action $2 name $3 actor $4 old owner $5 old token $6 new token
@@ -123,7 +126,7 @@ enum class statement : std::size_t {
                        ///<   message now_ms), newest first
     job_list,          ///< -> rows (see job_info; running_since_ms, now_ms last)
     job_prune,         ///< $1 batch $2 keep_ms -> affected rows
-    job_prune_count,   ///< $1 keep_ms -> 1 row (count)
+    job_prune_count,   ///< $1 keep_ms -> 1 row (expired)
     topology,          ///< -> 1 row (read_only, replicas, synchronous, cluster_nodes, server),
                        ///<   run on every new connection (docs/site/databases/replicated.md)
     cluster_session,   ///< session settings for a node of a multi-primary cluster (Galera), after

@@ -2,6 +2,7 @@
 // the fencing condition for a caller's own SQL.
 #include "backends/local_queue.hpp"
 #include "base/owner.hpp"
+#include "base/rows.hpp"
 #include "database/database_impl.hpp"
 
 #include <algorithm>
@@ -28,20 +29,20 @@ std::string database::fencing_condition(std::string_view name_placeholder,
 namespace {
 
 /// One row of list_locks / find_lock.
-lock_info lock_info_of(const detail::row& r) {
+lock_info lock_info_of(detail::lock_listing_row r) {
     lock_info info;
-    info.name = r.at(0).value_or("");
-    info.owner = r.at(1).value_or("");
-    info.host = r.at(2).value_or("");
-    info.pid = detail::column_int(r.at(3));
-    info.strategy = r.at(4).value_or("");
-    info.token = detail::column_int(r.at(5));
-    info.hold_count = detail::column_int(r.at(6));
-    info.acquired_at = r.at(7).value_or("");
-    info.expires_at = r.at(8).value_or("");
-    info.expires_in = std::chrono::milliseconds(detail::column_int(r.at(9)));
+    info.name = std::move(r.name);
+    info.owner = std::move(r.owner);
+    info.host = std::move(r.host);
+    info.pid = r.pid;
+    info.strategy = std::move(r.strategy);
+    info.token = r.token;
+    info.hold_count = r.hold_count;
+    info.acquired_at = std::move(r.acquired_at);
+    info.expires_at = std::move(r.expires_at);
+    info.expires_in = std::chrono::milliseconds(r.expires_in_ms);
     info.held_for = info.owner.empty() ? std::chrono::milliseconds(0)
-                                       : std::chrono::milliseconds(detail::column_int(r.at(10)));
+                                       : std::chrono::milliseconds(r.held_for_ms);
     return info;
 }
 
@@ -91,11 +92,12 @@ void add_server_waiters(detail::database_impl& db, backend_kind kind,
             l.waiters_hidden = l.waiters.empty() && l.strategy != "select_for_update";
         return;
     }
-    std::map<std::string, std::vector<const detail::row*>, std::less<>> by_name;
+    const auto rows = detail::decode_rows<detail::waiter_row>(res);
+    std::map<std::string, std::vector<const detail::waiter_row*>, std::less<>> by_name;
     bool hidden = false;
-    for (const auto& r : res.rows) {
-        if (r.at(0))
-            by_name[*r.at(0)].push_back(&r);
+    for (const auto& w : rows) {
+        if (w.name)
+            by_name[*w.name].push_back(&w);
         else
             hidden = true;
     }
@@ -105,17 +107,16 @@ void add_server_waiters(detail::database_impl& db, backend_kind kind,
         const auto found = by_name.find(l.name);
         if (found == by_name.end())
             continue;
-        for (const auto* r : found->second) {
-            const std::string app = r->at(2).value_or("");
-            if (detail::column_int(r->at(4)) == 1 && holders_session(kind, app, l))
+        for (const auto* w : found->second) {
+            const std::string& app = w->who;
+            if (w->granted && holders_session(kind, app, l))
                 continue;
-            const std::string session = std::to_string(detail::column_int(r->at(1)));
+            const std::string session = std::to_string(w->session);
             std::string who =
                 kind == backend_kind::postgresql ? "session " + session : "connection " + session;
             if (!app.empty())
                 who += " (" + app + ")";
-            l.waiters.push_back({std::move(who),
-                                 std::chrono::milliseconds(detail::column_int(r->at(3))),
+            l.waiters.push_back({std::move(who), std::chrono::milliseconds(w->waited_ms),
                                  static_cast<std::int64_t>(l.waiters.size() + 1)});
         }
     }
@@ -191,11 +192,12 @@ void reveal_row_lock_holders(detail::database_impl& db, backend_kind kind,
 } // namespace
 
 std::vector<lock_info> database::list() {
-    const auto res = m_impl->run(detail::statement::list_locks, {});
+    auto rows = detail::decode_rows<detail::lock_listing_row>(
+        m_impl->run(detail::statement::list_locks, {}));
     std::vector<lock_info> out;
-    out.reserve(res.rows.size());
-    for (const auto& r : res.rows)
-        out.push_back(lock_info_of(r));
+    out.reserve(rows.size());
+    for (auto& r : rows)
+        out.push_back(lock_info_of(std::move(r)));
     reveal_row_lock_holders(*m_impl, backend(), out);
     if (backend() == backend_kind::sqlite)
         add_queued_tickets(*m_impl, out);
@@ -242,11 +244,12 @@ reap_result database::reap(const reap_options& options) {
     reap_result out;
     if (options.dry_run) {
         const auto res = m_impl->run(detail::statement::count_expired, {grace});
-        out.expired = static_cast<std::size_t>(detail::column_int(res.rows.at(0).at(0)));
+        out.expired =
+            static_cast<std::size_t>(detail::decode_single<detail::expired_count_row>(res).expired);
         if (options.prune_history) {
             const auto hist = m_impl->run(detail::statement::job_prune_count, {keep});
-            out.history_expired =
-                static_cast<std::size_t>(detail::column_int(hist.rows.at(0).at(0)));
+            out.history_expired = static_cast<std::size_t>(
+                detail::decode_single<detail::expired_count_row>(hist).expired);
         }
         out.batches = 1;
         return out;
@@ -294,13 +297,13 @@ void detail::database_impl::reap_stale_leases(std::int64_t batch, std::int64_t g
         ++out.batches;
         const auto now = clock::now();
         std::map<std::string, lease_sighting> seen;
-        for (const auto& r : candidates.rows) {
-            const auto name = r.at(0).value_or("");
+        for (const auto& r : decode_rows<reap_candidate_row>(candidates)) {
+            const auto& name = r.name;
             std::optional<lease_sighting> sighting;
             if (const auto it = m_reap_sightings.find(name); it != m_reap_sightings.end())
                 sighting = it->second;
-            const auto ttl = std::chrono::milliseconds(column_int(r.at(3)));
-            observe(sighting, column_int(r.at(1)), column_int(r.at(2)), ttl,
+            const auto ttl = std::chrono::milliseconds(r.ttl_ms);
+            observe(sighting, r.token, r.lease_seq, ttl,
                     std::chrono::milliseconds(std::max<std::int64_t>(ttl.count(), 1)), now);
             seen.emplace(name, *sighting);
         }
@@ -332,10 +335,11 @@ void detail::database_impl::reap_stale_leases(std::int64_t batch, std::int64_t g
 }
 
 std::optional<lock_info> database::find(std::string_view name) {
-    const auto res = m_impl->run(detail::statement::find_lock, {name});
-    if (res.rows.empty())
+    auto row = detail::decode_first<detail::lock_listing_row>(
+        m_impl->run(detail::statement::find_lock, {name}));
+    if (!row)
         return std::nullopt;
-    std::vector<lock_info> one{lock_info_of(res.rows.front())};
+    std::vector<lock_info> one{lock_info_of(std::move(*row))};
     reveal_row_lock_holders(*m_impl, backend(), one);
     return std::move(one.front());
 }
@@ -345,12 +349,13 @@ force_release_result database::force_release(std::string_view name, std::string_
     force_release_result out;
     auto s = m_impl->checkout();
     try {
-        const auto before = s->execute(statement::inspect_lock, {name});
-        if (before.rows.empty())
+        const auto before = detail::decode_first<detail::inspect_lock_row>(
+            s->execute(statement::inspect_lock, {name}));
+        if (!before)
             return out;
-        out.previous_owner = before.rows[0].at(0).value_or("");
-        out.previous_token = detail::column_int(before.rows[0].at(1));
-        out.strategy = before.rows[0].at(4).value_or("");
+        out.previous_owner = before->owner;
+        out.previous_token = before->token;
+        out.strategy = before->strategy;
         if (out.strategy == "select_for_update") {
             if (backend() == backend_kind::sqlite) {
                 // The lock is a process's write lock on the name's lock file: nothing from
@@ -383,10 +388,10 @@ force_release_result database::force_release(std::string_view name, std::string_
         }
         s->begin();
         // Read again inside the transaction: the owner and token reported are the ones freed.
-        const auto held = s->execute(statement::inspect_lock, {name});
-        if (!held.rows.empty()) {
-            out.previous_owner = held.rows[0].at(0).value_or("");
-            out.previous_token = detail::column_int(held.rows[0].at(1));
+        if (const auto held = detail::decode_first<detail::inspect_lock_row>(
+                s->execute(statement::inspect_lock, {name}))) {
+            out.previous_owner = held->owner;
+            out.previous_token = held->token;
         }
         // Only a held row is freed (an expired holder's too: its token moves past the old
         // grant). A free row has nobody to fence off: no token bump, no audit row.
@@ -396,8 +401,9 @@ force_release_result database::force_release(std::string_view name, std::string_
             out.new_token = out.previous_token;
             return out;
         }
-        const auto after = s->execute(statement::inspect_lock, {name});
-        out.new_token = after.rows.empty() ? 0 : detail::column_int(after.rows[0].at(1));
+        const auto after = detail::decode_first<detail::inspect_lock_row>(
+            s->execute(statement::inspect_lock, {name}));
+        out.new_token = after ? after->token : 0;
         s->execute(statement::audit_record,
                    {std::string_view("force_release"), name, actor,
                     std::string_view(out.previous_owner), out.previous_token, out.new_token});
@@ -416,10 +422,9 @@ std::vector<clock_step_record> database::clock_steps(std::size_t limit) {
     const auto res = m_impl->run(detail::statement::list_clock_steps,
                                  {static_cast<std::int64_t>(std::max<std::size_t>(limit, 1))});
     std::vector<clock_step_record> out;
-    for (const auto& r : res.rows)
-        out.push_back({r.at(0).value_or(""), r.at(1).value_or(""),
-                       std::chrono::milliseconds(detail::column_int(r.at(2))),
-                       std::chrono::milliseconds(detail::column_int(r.at(3)))});
+    for (auto& r : detail::decode_rows<detail::clock_step_row>(res))
+        out.push_back({std::move(r.seen_at), std::move(r.observer),
+                       std::chrono::milliseconds(r.step_ms), std::chrono::milliseconds(r.age_ms)});
     return out;
 }
 

@@ -2,6 +2,7 @@
 // migration lock, printing them for a DBA, and checking a handle's schema version.
 #include "backends/backend.hpp"
 #include "base/embedded.hpp"
+#include "base/rows.hpp"
 #include "database/database_impl.hpp"
 
 #include <algorithm>
@@ -55,8 +56,9 @@ using migration = database_impl::migration;
 
 std::vector<int> applied_versions(session& s) {
     std::vector<int> versions;
-    for (const auto& r : s.execute(statement::migrations_applied, {}).rows)
-        versions.push_back(static_cast<int>(column_int(r.at(0))));
+    for (const auto& r :
+         decode_rows<migration_version_row>(s.execute(statement::migrations_applied, {})))
+        versions.push_back(static_cast<int>(r.version));
     return versions;
 }
 
@@ -237,9 +239,10 @@ void detail::database_impl::refuse_schema(session& s, int version, bool newer_on
     const std::string tables = "the sqlock tables in " + m_config.redacted_url +
                                " are at schema version " + std::to_string(version);
     if (version > mine) {
-        const auto r = s.execute(statement::migrations_compat, {std::int64_t{mine}});
+        const auto compat = decode_first<migrations_compat_row>(
+            s.execute(statement::migrations_compat, {std::int64_t{mine}}));
         const std::int64_t needed =
-            r.rows.empty() || !r.rows.front().at(0) ? version : column_int(r.rows.front().at(0));
+            compat ? compat->compatible_from.value_or(version) : std::int64_t{version};
         if (needed <= mine)
             return; // newer, and every migration above ours says we may share them
         throw error(errc::schema_mismatch,

@@ -1,5 +1,6 @@
 // Fencing tokens across crashes: the durable high-water mark that covers every token handed
 // out (docs/site/guides/fencing.md, "Which crashes tokens survive").
+#include "base/rows.hpp"
 #include "database/database_impl.hpp"
 
 #include <algorithm>
@@ -13,6 +14,12 @@ void raise_to(std::atomic<std::int64_t>& value, std::int64_t to) noexcept {
     while (seen < to && !value.compare_exchange_weak(seen, to)) {
     }
 }
+
+/// The high-water mark in fu_raise_hwm's reply; 0 when there is none (a no-op statement).
+std::int64_t raised_mark(const result& r) {
+    const auto mark = decode_first<token_hwm_row>(r);
+    return mark ? mark->value : 0;
+}
 } // namespace
 
 void database_impl::cover_token_durably(std::int64_t token) {
@@ -20,8 +27,7 @@ void database_impl::cover_token_durably(std::int64_t token) {
     if (token_covered(token))
         return;
     const auto r = run(statement::fu_raise_hwm, {token, token_reserve_block});
-    const std::int64_t hwm =
-        r.rows.empty() || r.rows.front().empty() ? 0 : column_int(r.rows.front().front());
+    const std::int64_t hwm = raised_mark(r);
     if (hwm < token)
         throw error(errc::schema_missing, "the fencing-token high-water mark in " +
                                               m_config.redacted_url +
@@ -50,8 +56,7 @@ void database_impl::reserve_tokens_on(session& s, std::int64_t at_least) {
     const auto r = s.execute(statement::fu_raise_hwm, {std::int64_t{0}, token_reserve_block});
     if (s.in_transaction())
         s.commit(); // MariaDB lock sessions: autocommit is off
-    raise_to(m_durable_token_hwm,
-             r.rows.empty() || r.rows.front().empty() ? 0 : column_int(r.rows.front().front()));
+    raise_to(m_durable_token_hwm, raised_mark(r));
 }
 
 } // namespace sqlock::detail

@@ -4,6 +4,7 @@
 // asynchronous replicas are a warning (an error with require_synchronous_replication), and the
 // latest answer is kept for database::topology(), `sqlock status` and the select_for_update check.
 #include "backends/module.hpp"
+#include "base/rows.hpp"
 #include "database/database_impl.hpp"
 
 namespace sqlock::detail {
@@ -100,34 +101,36 @@ std::optional<std::string> database_impl::check_topology(session& s, const std::
         throw;
     }
     s.rollback();
-    if (r.rows.empty() || r.rows.front().size() < 5)
+    if (r.rows.empty())
         throw error(errc::backend, "the topology check returned no row",
                     std::string(to_string(kind())));
-    const auto& answer = r.rows.front();
+    const auto answer = topology_row::decode(r.rows.front());
     topology_info t;
-    t.server = answer[4] && !answer[4]->empty() ? *answer[4] : endpoint;
+    t.server = answer.server && !answer.server->empty() ? *answer.server : endpoint;
     if (!endpoint.empty() && t.server != endpoint)
         t.server = endpoint + " (" + t.server + ")";
-    // Galera (columns 5 and 6, MariaDB only): a node outside the primary component or not
-    // yet synced answers this query but refuses every lock statement with 1047.
-    const bool galera = answer.size() > 5 && answer[5].has_value();
-    if (galera && column_int(answer[5]) == 0)
+    // A node of a multi-primary cluster (node_ready and node_state: Galera on MariaDB) that is
+    // outside the primary component or not yet synced answers this query but refuses every
+    // lock statement (1047).
+    const bool multi_primary = answer.node_ready.has_value();
+    const std::string name(traits().name);
+    if (multi_primary && !*answer.node_ready)
         throw error(errc::connection,
-                    std::string(to_string(kind())) + ": " + t.server +
-                        " is a Galera node that does not serve clients now (" +
-                        answer[6].value_or("state unknown") +
+                    name + ": " + t.server + " is a " + std::string(traits().cluster_name) +
+                        " node that does not serve clients now (" +
+                        answer.node_state.value_or("state unknown") +
                         "): it is not synced with a primary component. Another node can "
-                        "serve: list every node in the URL (mysql://user:pw@host1:port,"
-                        "host2:port/db)",
-                    std::string(to_string(kind())), 1047);
-    if (galera) {
+                        "serve: list every node in the URL (" +
+                        name + "://user:pw@host1:port,host2:port/db)",
+                    name, 1047);
+    if (multi_primary) {
         m_multi_primary.store(true, std::memory_order_relaxed); // no user-level locks: no queue
         s.execute(statement::cluster_session, {});
     }
-    const bool read_only = column_int(answer[0]) != 0;
-    t.replicas = static_cast<int>(column_int(answer[1]));
-    t.synchronous = column_int(answer[2]) != 0;
-    t.cluster_nodes = std::max<int>(1, static_cast<int>(column_int(answer[3])));
+    const bool read_only = answer.read_only;
+    t.replicas = static_cast<int>(answer.replicas);
+    t.synchronous = answer.synchronous;
+    t.cluster_nodes = std::max<int>(1, static_cast<int>(answer.cluster_nodes));
     const std::string where = std::string(to_string(kind())) + ": " + m_config.redacted_url;
 
     if (read_only)

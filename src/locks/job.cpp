@@ -3,6 +3,7 @@
 #include "sqlock/job.hpp"
 
 #include "base/owner.hpp"
+#include "base/rows.hpp"
 #include "database/database_impl.hpp"
 #include "locks/job_rule.hpp"
 #include "sqlock/error.hpp"
@@ -95,14 +96,7 @@ slot_decision decide_by_key(std::span<const past_attempt> attempts, const std::s
 
 namespace {
 
-using detail::column_int;
 using detail::statement;
-
-std::optional<std::int64_t> column_opt(const std::optional<std::string>& text) {
-    if (!text)
-        return std::nullopt;
-    return column_int(text);
-}
 
 /// Ledger messages: printable ASCII only (every backend's column takes it), bounded.
 std::string ledger_message(std::string_view text) {
@@ -138,16 +132,193 @@ ended_attempt record_end(detail::session& s, std::string_view name, std::int64_t
                              .affected_rows;
     if (changed != 1)
         return out;
-    const auto got = s.execute(statement::job_run_get, {name, token});
-    if (got.rows.empty())
+    const auto run =
+        detail::decode_first<detail::job_run_row>(s.execute(statement::job_run_get, {name, token}));
+    if (!run)
         return out;
-    const auto& r = got.rows.front();
-    const auto started = column_int(r.at(0));
-    const auto ended = column_int(r.at(1));
-    out.duration_ms = column_int(r.at(2));
-    s.execute(statement::job_count, {name, outcome, started, out.duration_ms, ended});
+    out.duration_ms = run->duration_ms;
+    s.execute(statement::job_count,
+              {name, outcome, run->started_ms, out.duration_ms, run->ended_ms});
     out.recorded = true;
     return out;
+}
+
+/// One firing of a job: what the steps of job::run_reporting share.
+struct firing {
+    std::string_view name;
+    const job_options& options;
+    std::int64_t period_ms = 0; ///< 0: caller-named slots
+    /// When it fired, on the database clock: this decides its slot (and anchors a slot it
+    /// opens), so a host that then waits for another's run still belongs to the slot it
+    /// fired in.
+    std::int64_t fire_ms = 0;
+};
+
+/// Creates or refreshes the job's row, and reads the database clock: the firing's time.
+std::int64_t fire_on_database_clock(detail::database_impl& db, std::string_view name,
+                                    std::int64_t period_ms) {
+    db.run(statement::job_touch, {name, period_ms});
+    return detail::decode_single<detail::job_now_row>(db.run(statement::job_now, {})).now_ms;
+}
+
+/// Waits for the job's lock as long as `options` say: their wait, else one period, else
+/// (caller-named slots) for as long as it takes. Returns whether it was granted.
+bool take_job_lock(mutex& m, const job_options& options) {
+    using std::chrono::milliseconds;
+    const auto wait = options.wait                 ? *options.wait
+                      : options.period.count() > 0 ? options.period
+                                                   : milliseconds::max();
+    return wait == milliseconds::max() ? (m.lock(), true)
+           : wait.count() == 0         ? m.try_lock()
+                                       : m.try_lock_for(wait);
+}
+
+/// Attempts of the job still marked running under a grant older than `token` are over (their
+/// runner's lease ran out before it recorded an outcome): records them as abandoned, inside
+/// the caller's transaction.
+void abandon_stale_attempts(detail::session& s, std::string_view name, std::int64_t token) {
+    for (const auto& stale :
+         detail::decode_rows<detail::token_row>(s.execute(statement::job_stale, {name, token})))
+        record_end(s, name, stale.token, "abandoned", nullptr, nullptr,
+                   "the runner's lease ran out before it recorded an outcome "
+                   "(crashed, killed or cut off)",
+                   false);
+}
+
+/// The attempts the slot rule weighs, newest first: those of slots anchored near the firing
+/// (the period rule), or those of the caller-named slot.
+std::vector<detail::job_attempt_row> past_attempts(detail::session& s, const firing& f) {
+    if (!f.options.slot.empty())
+        return detail::decode_rows<detail::job_attempt_row>(
+            s.execute(statement::job_slot_runs, {f.name, std::string_view(f.options.slot)}));
+    const auto window = detail::period_window(f.fire_ms, f.period_ms);
+    return detail::decode_rows<detail::job_attempt_row>(
+        s.execute(statement::job_recent, {f.name, window.first, window.last}));
+}
+
+/// A success of the firing's slot exists (attempt `done`): the firing is skipped, and counted.
+void skip_firing(detail::session& s, std::string_view name, const detail::job_attempt_row& done,
+                 job_result& res) {
+    res.outcome = job_outcome::skipped;
+    res.done_by_token = done.token;
+    res.done_by_owner = done.owner;
+    res.done_by_host = done.host;
+    res.done_by_pid = done.pid;
+    s.execute(statement::job_skip, {name});
+}
+
+/// Under the lock, inside the caller's transaction: the slot rule over `attempts`, then skips
+/// the firing or records its attempt (by `owner`, under grant res.token) as started. Returns
+/// whether it started; if not, `res` says skipped, or lost (the lease was gone first).
+bool start_or_skip(detail::session& s, const firing& f, const std::string& owner,
+                   const std::vector<detail::job_attempt_row>& attempts, job_result& res) {
+    std::vector<detail::past_attempt> past;
+    for (const auto& a : attempts)
+        past.push_back({a.slot, a.slot_fired_ms, a.outcome == "succeeded"});
+    const auto d = f.options.slot.empty() ? detail::decide_by_period(past, f.fire_ms)
+                                          : detail::decide_by_key(past, f.options.slot, f.fire_ms);
+    res.slot = d.slot;
+    res.takeover = d.takeover;
+    if (d.done) {
+        skip_firing(s, f.name, attempts.at(d.matched), res);
+        return false;
+    }
+    const auto& me = detail::this_process();
+    const bool started =
+        s.execute(statement::job_start,
+                  {f.name, res.token, std::string_view(res.slot), std::string_view(owner),
+                   std::string_view(me.host), me.pid, f.period_ms, d.slot_fired_ms})
+            .affected_rows == 1;
+    if (!started) {
+        res.outcome = job_outcome::lost;
+        res.message = "the lock was lost before the attempt could be recorded";
+    }
+    return started;
+}
+
+/// Decides what the firing does, in one transaction under the lock `m`: earlier attempts still
+/// marked running are over (their grants are older than ours), then the slot rule, then skip
+/// or start. Returns whether the attempt started (see start_or_skip). On an error, rolls back
+/// and releases `m`, then rethrows.
+bool decide_firing(detail::database_impl& db, const firing& f, mutex& m, job_result& res) {
+    auto s = db.checkout();
+    try {
+        s->begin();
+        abandon_stale_attempts(*s, f.name, res.token);
+        const bool started = start_or_skip(*s, f, m.owner_id(), past_attempts(*s, f), res);
+        s->commit();
+        return started;
+    } catch (...) {
+        s->rollback();
+        m.unlock();
+        throw;
+    }
+}
+
+/// What the callable did: its report, and what it threw (rethrown once the outcome is
+/// recorded), reported as exit status 1 with the exception's message.
+struct callable_run {
+    job_report report;
+    std::exception_ptr thrown;
+};
+
+callable_run run_callable(const std::function<job_report(const job_context&)>& fn,
+                          const job_context& context) {
+    callable_run out;
+    try {
+        out.report = fn(context);
+    } catch (const std::exception& e) {
+        out.thrown = std::current_exception();
+        out.report.exit_status = 1;
+        out.report.message = std::string("exception: ") + e.what();
+    } catch (...) {
+        out.thrown = std::current_exception();
+        out.report.exit_status = 1;
+        out.report.message = "exception of unknown type";
+    }
+    return out;
+}
+
+/// Records how the attempt of grant res.token ended, in one transaction (before the lock is
+/// released, so that a firing that waited for it reads it): succeeded (`ok` and the lease
+/// still held when the fenced update ran), lost (`lost_while_running`, or the lease gone by
+/// the time the success was to be recorded: never a success) or failed. Sets res.outcome,
+/// res.duration and, when lost, res.message if the report gave none. Throws what the
+/// database throws (rolled back).
+void record_outcome(detail::database_impl& db, std::string_view name, const job_report& report,
+                    bool ok, bool lost_while_running, job_result& res) {
+    auto s = db.checkout();
+    try {
+        const detail::param exit_param = report.signal != 0
+                                             ? detail::param(nullptr)
+                                             : detail::param(std::int64_t{report.exit_status});
+        const detail::param signal_param = report.signal != 0
+                                               ? detail::param(std::int64_t{report.signal})
+                                               : detail::param(nullptr);
+        ended_attempt ended;
+        s->begin();
+        if (!lost_while_running && ok) {
+            ended = record_end(*s, name, res.token, "succeeded", exit_param, signal_param,
+                               ledger_message(report.message), true);
+            res.outcome = job_outcome::succeeded;
+        }
+        if (!ended.recorded && (lost_while_running || ok)) {
+            if (res.message.empty())
+                res.message = "the lock was lost while the job ran";
+            ended = record_end(*s, name, res.token, "lost", exit_param, signal_param,
+                               ledger_message(res.message), false);
+            res.outcome = job_outcome::lost;
+        } else if (!ok) {
+            ended = record_end(*s, name, res.token, "failed", exit_param, signal_param,
+                               ledger_message(report.message), false);
+            res.outcome = job_outcome::failed;
+        }
+        s->commit();
+        res.duration = std::chrono::milliseconds(ended.duration_ms);
+    } catch (...) {
+        s->rollback();
+        throw;
+    }
 }
 
 } // namespace
@@ -186,156 +357,43 @@ job_result job::run(const std::function<void(std::int64_t, std::stop_token)>& fn
 }
 
 job_result job::run_reporting(const std::function<job_report(const job_context&)>& fn) {
-    using namespace std::chrono;
     auto& impl = detail::impl_of(m_db);
     impl.require_schema();
-    const std::string_view name = m_name;
     const std::int64_t period_ms = m_options.period.count();
-
-    // The firing's time on the database clock decides its slot (and anchors a slot it opens):
-    // a host that then waits for another's run still belongs to the slot it fired in.
-    impl.run(statement::job_touch, {name, period_ms});
-    const auto fire_ms = column_int(impl.run(statement::job_now, {}).rows.at(0).at(0));
+    const firing f{m_name, m_options, period_ms, fire_on_database_clock(impl, m_name, period_ms)};
 
     mutex m(m_db, m_name, m_options.lock);
-    const auto wait = m_options.wait  ? *m_options.wait
-                      : period_ms > 0 ? m_options.period
-                                      : milliseconds::max();
-    const bool granted = wait == milliseconds::max() ? (m.lock(), true)
-                         : wait.count() == 0         ? m.try_lock()
-                                                     : m.try_lock_for(wait);
     job_result res;
-    if (!granted) {
+    if (!take_job_lock(m, m_options)) {
         res.outcome = job_outcome::not_granted;
         return res;
     }
     res.token = m.token();
-    const auto& me = detail::this_process();
-    const auto owner = m.owner_id();
-
-    // Decide under the lock, in one transaction: earlier attempts still marked running are
-    // over (their grants are older than ours), then the slot rule, then skip or start.
-    bool started = false;
-    {
-        auto s = impl.checkout();
-        try {
-            s->begin();
-            for (const auto& r : s->execute(statement::job_stale, {name, res.token}).rows)
-                record_end(*s, name, column_int(r.at(0)), "abandoned", nullptr, nullptr,
-                           "the runner's lease ran out before it recorded an outcome "
-                           "(crashed, killed or cut off)",
-                           false);
-            const auto window = detail::period_window(fire_ms, period_ms);
-            const auto rows =
-                m_options.slot.empty()
-                    ? s->execute(statement::job_recent, {name, window.first, window.last})
-                    : s->execute(statement::job_slot_runs,
-                                 {name, std::string_view(m_options.slot)});
-            std::vector<detail::past_attempt> attempts;
-            for (const auto& r : rows.rows)
-                attempts.push_back({r.at(0).value_or(""), column_int(r.at(1)),
-                                    r.at(2).value_or("") == "succeeded"});
-            const auto d = m_options.slot.empty()
-                               ? detail::decide_by_period(attempts, fire_ms)
-                               : detail::decide_by_key(attempts, m_options.slot, fire_ms);
-            res.slot = d.slot;
-            res.takeover = d.takeover;
-            if (d.done) {
-                const auto& r = rows.rows.at(d.matched);
-                res.outcome = job_outcome::skipped;
-                res.done_by_token = column_int(r.at(3));
-                res.done_by_owner = r.at(4).value_or("");
-                res.done_by_host = r.at(5).value_or("");
-                res.done_by_pid = column_int(r.at(6));
-                s->execute(statement::job_skip, {name});
-            } else {
-                started = s->execute(statement::job_start,
-                                     {name, res.token, std::string_view(res.slot),
-                                      std::string_view(owner), std::string_view(me.host), me.pid,
-                                      period_ms, d.slot_fired_ms})
-                              .affected_rows == 1;
-                if (!started) {
-                    res.outcome = job_outcome::lost;
-                    res.message = "the lock was lost before the attempt could be recorded";
-                }
-            }
-            s->commit();
-        } catch (...) {
-            s->rollback();
-            m.unlock();
-            throw;
-        }
-    }
-    if (!started) {
+    if (!decide_firing(impl, f, m, res)) {
         m.unlock();
         return res;
     }
 
     // Run. The stop token is the grant's: requested when the lock is lost.
-    job_report report;
-    std::exception_ptr thrown;
-    try {
-        report = fn(job_context{res.token, m.stop_token(), res.slot});
-    } catch (const std::exception& e) {
-        thrown = std::current_exception();
-        report.exit_status = 1;
-        report.message = std::string("exception: ") + e.what();
-    } catch (...) {
-        thrown = std::current_exception();
-        report.exit_status = 1;
-        report.message = "exception of unknown type";
-    }
-    res.exit_status = report.exit_status;
-    res.signal = report.signal;
-    res.message = report.message;
+    const auto ran = run_callable(fn, job_context{res.token, m.stop_token(), res.slot});
+    res.exit_status = ran.report.exit_status;
+    res.signal = ran.report.signal;
+    res.message = ran.report.message;
 
     // Record the outcome before releasing, so a firing that waited for us reads it.
     const bool lost_while_running = m.stop_token().stop_requested() || !m.owns_lock();
-    const bool ok = report.exit_status == 0 && report.signal == 0 && !thrown;
+    const bool ok = ran.report.exit_status == 0 && ran.report.signal == 0 && !ran.thrown;
     try {
-        auto s = impl.checkout();
-        try {
-            const detail::param exit_param = report.signal != 0
-                                                 ? detail::param(nullptr)
-                                                 : detail::param(std::int64_t{report.exit_status});
-            const detail::param signal_param = report.signal != 0
-                                                   ? detail::param(std::int64_t{report.signal})
-                                                   : detail::param(nullptr);
-            ended_attempt ended;
-            s->begin();
-            if (!lost_while_running && ok) {
-                ended = record_end(*s, name, res.token, "succeeded", exit_param, signal_param,
-                                   ledger_message(report.message), true);
-                res.outcome = job_outcome::succeeded;
-            }
-            if (!ended.recorded && (lost_while_running || ok)) {
-                // Lost while running, or by the time the success was to be recorded (the
-                // fenced update found the lease gone): never a success.
-                if (res.message.empty())
-                    res.message = "the lock was lost while the job ran";
-                ended = record_end(*s, name, res.token, "lost", exit_param, signal_param,
-                                   ledger_message(res.message), false);
-                res.outcome = job_outcome::lost;
-            } else if (!ok) {
-                ended = record_end(*s, name, res.token, "failed", exit_param, signal_param,
-                                   ledger_message(report.message), false);
-                res.outcome = job_outcome::failed;
-            }
-            s->commit();
-            res.duration = milliseconds(ended.duration_ms);
-        } catch (...) {
-            s->rollback();
-            throw;
-        }
+        record_outcome(impl, m_name, ran.report, ok, lost_while_running, res);
     } catch (...) {
         m.unlock();
-        if (thrown)
-            std::rethrow_exception(thrown);
+        if (ran.thrown)
+            std::rethrow_exception(ran.thrown);
         throw;
     }
     m.unlock();
-    if (thrown)
-        std::rethrow_exception(thrown);
+    if (ran.thrown)
+        std::rethrow_exception(ran.thrown);
     return res;
 }
 
@@ -363,24 +421,24 @@ std::vector<job_run_info> job_history(database& db, std::string_view name, std::
     const auto lim = static_cast<std::int64_t>(std::min<std::size_t>(limit, 1'000'000));
     const auto res = detail::impl_of(db).run(statement::job_history, {name, lim});
     std::vector<job_run_info> out;
-    for (const auto& r : res.rows) {
+    for (auto& r : detail::decode_rows<detail::job_history_row>(res)) {
         job_run_info i;
         i.name = std::string(name);
-        i.token = column_int(r.at(0));
-        i.slot = r.at(1).value_or("");
-        i.owner = r.at(2).value_or("");
-        i.host = r.at(3).value_or("");
-        i.pid = column_int(r.at(4));
-        i.period_ms = column_int(r.at(5));
-        i.started_ms = column_int(r.at(6));
-        i.ended_ms = column_opt(r.at(7));
-        i.duration_ms = column_opt(r.at(8));
-        if (r.at(9))
-            i.exit_status = static_cast<int>(column_int(r.at(9)));
-        if (r.at(10))
-            i.signal = static_cast<int>(column_int(r.at(10)));
-        i.outcome = r.at(11).value_or("");
-        i.message = r.at(12).value_or("");
+        i.token = r.token;
+        i.slot = std::move(r.slot);
+        i.owner = std::move(r.owner);
+        i.host = std::move(r.host);
+        i.pid = r.pid;
+        i.period_ms = r.period_ms;
+        i.started_ms = r.started_ms;
+        i.ended_ms = r.ended_ms;
+        i.duration_ms = r.duration_ms;
+        if (r.exit_status)
+            i.exit_status = static_cast<int>(*r.exit_status);
+        if (r.term_signal)
+            i.signal = static_cast<int>(*r.term_signal);
+        i.outcome = std::move(r.outcome);
+        i.message = std::move(r.message);
         out.push_back(std::move(i));
     }
     return out;
@@ -389,24 +447,24 @@ std::vector<job_run_info> job_history(database& db, std::string_view name, std::
 std::vector<job_info> list_jobs(database& db) {
     const auto res = detail::impl_of(db).run(statement::job_list, {});
     std::vector<job_info> out;
-    for (const auto& r : res.rows) {
+    for (auto& r : detail::decode_rows<detail::job_list_row>(res)) {
         job_info j;
-        j.name = r.at(0).value_or("");
-        j.period_ms = column_int(r.at(1));
-        j.first_fired_ms = column_int(r.at(2));
-        j.last_fired_ms = column_int(r.at(3));
-        j.last_outcome = r.at(4).value_or("");
-        j.last_started_ms = column_int(r.at(5));
-        j.last_duration_ms = column_int(r.at(6));
-        j.last_success_started_ms = column_int(r.at(7));
-        j.last_success_ended_ms = column_int(r.at(8));
-        j.succeeded = column_int(r.at(9));
-        j.failed = column_int(r.at(10));
-        j.lost = column_int(r.at(11));
-        j.abandoned = column_int(r.at(12));
-        j.skipped = column_int(r.at(13));
-        j.running_since_ms = column_opt(r.at(14));
-        j.now_ms = column_int(r.at(15));
+        j.name = std::move(r.name);
+        j.period_ms = r.period_ms;
+        j.first_fired_ms = r.first_fired_ms;
+        j.last_fired_ms = r.last_fired_ms;
+        j.last_outcome = std::move(r.last_outcome);
+        j.last_started_ms = r.last_started_ms;
+        j.last_duration_ms = r.last_duration_ms;
+        j.last_success_started_ms = r.last_success_started_ms;
+        j.last_success_ended_ms = r.last_success_ended_ms;
+        j.succeeded = r.succeeded;
+        j.failed = r.failed;
+        j.lost = r.lost;
+        j.abandoned = r.abandoned;
+        j.skipped = r.skipped;
+        j.running_since_ms = r.running_since_ms;
+        j.now_ms = r.now_ms;
         out.push_back(std::move(j));
     }
     return out;

@@ -23,47 +23,28 @@
 // again at once otherwise beat the head, woken by NOTIFY, for seconds). The row stays the
 // lock: a lost seat costs time, never safety.
 #include "base/owner.hpp"
+#include "base/rows.hpp"
 #include "strategies/queue_seat.hpp"
 
 namespace sqlock::detail {
 
 namespace {
 
-struct version_row {
-    std::int64_t token = 0;
-    std::string owner;
-    std::int64_t hold_count = 0;
-    bool held = false; ///< someone owns it (its lease may look expired: clocks step)
-    std::int64_t lease_seq = 0;
-    std::int64_t ttl_ms = 0;
-    /// Another session holds the name's queue lock: someone waits in line (PostgreSQL,
-    /// MariaDB; always false on SQLite, see ov_read.sql).
-    bool queue_busy = false;
-    /// Which locks of lock_request::defer_to someone holds (attempt_state::deferred).
-    unsigned deferred = 0;
-};
-
 /// The row of `name`; with `defer` (an acquire's request), also which of its defer_to locks
-/// are held, in the same statement.
-std::optional<version_row> read_row(database_impl& db, std::string_view name,
+/// are held, in the same statement. queue_busy is always false on SQLite (see ov_read.sql).
+std::optional<ov_read_row> read_row(database_impl& db, std::string_view name,
                                     const lock_request* defer = nullptr) {
-    const auto res = db.run(statement::ov_read, {name, defer ? defer->defer_param(0) : nullptr,
-                                                 defer ? defer->defer_param(1) : nullptr});
-    if (res.rows.empty())
-        return std::nullopt;
-    const auto& r = res.rows.front();
-    return version_row{column_int(r.at(0)),      r.at(1).value_or(""),
-                       column_int(r.at(2)),      column_int(r.at(3)) == 1,
-                       column_int(r.at(4)),      column_int(r.at(5)),
-                       column_int(r.at(6)) == 1, static_cast<unsigned>(column_int(r.at(7)))};
+    return decode_first<ov_read_row>(
+        db.run(statement::ov_read, {name, defer ? defer->defer_param(0) : nullptr,
+                                    defer ? defer->defer_param(1) : nullptr}));
 }
 
 /// After a compare-and-set on a free row failed: when the row is a select_for_update lock
 /// (ov_acquire never takes one), throws (throw_kept_strategy). Otherwise another acquirer came
 /// first, and this returns.
 void refuse_other_strategy(database_impl& db, const lock_request& req) {
-    const auto res = db.run(statement::inspect_lock, {req.name});
-    if (!res.rows.empty() && res.rows.front().at(4).value_or("") == "select_for_update")
+    const auto found = decode_first<inspect_lock_row>(db.run(statement::inspect_lock, {req.name}));
+    if (found && found->strategy == "select_for_update")
         throw_kept_strategy(db, req.name);
 }
 
@@ -263,9 +244,10 @@ private:
                                                        std::initializer_list<param> params) {
         const auto res = db.run(id, params);
         if (!db.catalog().needs_read_back(id)) {
-            if (res.rows.empty())
+            const auto written = decode_first<token_row>(res);
+            if (!written)
                 return std::nullopt;
-            return column_int(res.rows.front().at(0));
+            return written->token;
         }
         return confirmed_by_read(db, req);
     }

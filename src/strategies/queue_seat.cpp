@@ -1,5 +1,6 @@
 #include "strategies/queue_seat.hpp"
 
+#include "base/rows.hpp"
 #include "database/database_impl.hpp"
 
 #include <algorithm>
@@ -65,13 +66,14 @@ bool not_our_turn_error(const error& e) noexcept {
 }
 
 bool took_turn(const result& entered, attempt_state& state) {
-    if (entered.rows.empty() || column_int(entered.rows[0].at(1)) != 1) {
+    const auto entry = decode_first<uk_queue_enter_row>(entered);
+    if (!entry || !entry->turn) {
         note_not_our_turn(state);
         return false;
     }
     if (state.seat)
         state.seat->where = queue_seat::place::inside;
-    if (column_int(entered.rows[0].at(0)) == 1)
+    if (entry->waited)
         state.contended = true; // we waited for our turn
     return true;
 }

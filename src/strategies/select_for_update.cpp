@@ -32,6 +32,7 @@
 // busy_timeout), bounded by the caller's deadline and, per attempt, by half the I/O timeout so
 // that a long wait is never mistaken for a dead server.
 #include "base/owner.hpp"
+#include "base/rows.hpp"
 #include "strategies/strategy.hpp"
 
 #include <atomic>
@@ -52,7 +53,7 @@ class select_for_update_strategy final : public lock_strategy {
             db.run(statement::fu_create_row, {req.name});
             m_row_known.store(true, std::memory_order_relaxed);
         }
-        return column_int(db.run(statement::fu_next_token, {}).rows.at(0).at(0));
+        return decode_single<token_row>(db.run(statement::fu_next_token, {})).token;
     }
 
     /// The name's lock session, with the durable token mark raised on it where this handle's
@@ -135,13 +136,14 @@ public:
                 created_row = true;
                 continue;
             }
-            if (rows.size() != 1 || rows.front().size() != 2) {
+            if (rows.size() != 1 || rows.front().size() != fu_lock_row::columns.size()) {
                 db.unpin(req.name, std::move(s));
                 throw error(errc::backend, "locking \"" + std::string(req.name) + "\" returned " +
                                                std::to_string(rows.size()) +
                                                " rows, not 1 row of 2 columns");
             }
-            if (column_int(rows.front()[1]) == 0) {
+            const auto locked = fu_lock_row::decode(rows.front());
+            if (!locked.recovered) {
                 // The server restarted since the sequence was last moved past the durable
                 // high-water mark: this token may repeat one handed out before. Hand it out
                 // never; roll back (the row lock goes too), recover, and lock again.
@@ -155,10 +157,9 @@ public:
                 run_beside_lock(db, req.name, std::move(s), statement::fu_recover_tokens, {});
                 continue;
             }
-            std::int64_t token = 0;
+            std::int64_t token = locked.token.value_or(0);
             try {
-                if (rows.front()[0]) {
-                    token = column_int(rows.front()[0]);
+                if (locked.token) {
                     if (!db.token_covered(token) && db.reserves_on_lock_session() &&
                         ++reserves <= 2) {
                         // Others drew past this handle's reserve while it waited. Raising the

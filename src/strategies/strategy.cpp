@@ -1,5 +1,7 @@
 #include "strategies/strategy.hpp"
 
+#include "base/rows.hpp"
+
 #include <algorithm>
 
 namespace sqlock::detail {
@@ -36,9 +38,8 @@ unsigned held_defer_locks(database_impl& db, const lock_request& req) {
     if (!req.defers())
         return 0;
     unsigned held = 0;
-    for (const auto& r :
-         db.run(statement::waiters_check, {req.defer_param(0), req.defer_param(1)}).rows) {
-        const auto name = r.at(0).value_or("");
+    for (const auto& [name] : decode_rows<held_name_row>(
+             db.run(statement::waiters_check, {req.defer_param(0), req.defer_param(1)}))) {
         for (std::size_t k = 0; k < req.defer_to.size(); ++k)
             if (!req.defer_to[k].empty() && name == req.defer_to[k])
                 held |= 1u << k;
@@ -66,10 +67,10 @@ grant renew_lease(database_impl& db, const lock_request& req, const grant& held)
     }
     bool renewed = false;
     if (db.catalog().needs_read_back(statement::renew_lease)) {
-        const auto check = db.run(statement::inspect_lock, {req.name});
+        const auto check =
+            decode_first<inspect_lock_row>(db.run(statement::inspect_lock, {req.name}));
         // The row still ours means our UPDATE matched it (it checks nothing else).
-        renewed = !check.rows.empty() && check.rows[0].at(0).value_or("") == req.owner &&
-                  column_int(check.rows[0].at(1)) == held.token;
+        renewed = check && check->owner == req.owner && check->token == held.token;
     } else {
         renewed = !res.rows.empty();
     }

@@ -27,31 +27,20 @@
 // backoff (and a waiter at the head of a queue behind a holder that did not queue polls too;
 // PostgreSQL: woken by LISTEN/NOTIFY).
 #include "base/owner.hpp"
+#include "base/rows.hpp"
 #include "strategies/queue_seat.hpp"
 
 namespace sqlock::detail {
 
 namespace {
 
-struct lock_row {
-    std::string owner;
-    std::int64_t token = 0;
-    std::int64_t hold_count = 0;
-    std::int64_t expires_in_ms = 0;
-    std::int64_t lease_seq = 0;
-    std::int64_t ttl_ms = 0;
-    std::string strategy;
-};
-
-std::optional<lock_row> inspect(database_impl& db, std::string_view name) {
-    const auto res = db.run(statement::inspect_lock, {name});
-    if (res.rows.empty())
-        return std::nullopt;
-    const auto& r = res.rows.front();
-    return lock_row{r.at(0).value_or(""), column_int(r.at(1)), column_int(r.at(2)),
-                    column_int(r.at(3)),  column_int(r.at(5)), column_int(r.at(6)),
-                    r.at(4).value_or("")};
+/// The row of lock `name` (inspect_lock), if there is one.
+std::optional<inspect_lock_row> inspect(database_impl& db, std::string_view name) {
+    return decode_first<inspect_lock_row>(db.run(statement::inspect_lock, {name}));
 }
+
+/// acquire_unique_key's reply: its row, or nullopt when it returned none.
+using acquire_reply = std::optional<acquire_unique_key_row>;
 
 /// After acquire_unique_key did not grant (a new grant, not a re-entry): when the row is ours
 /// with a token newer than this mutex's last grant, it is an earlier attempt's grant whose reply
@@ -61,18 +50,17 @@ std::optional<lock_row> inspect(database_impl& db, std::string_view name) {
 /// held by someone else (PostgreSQL and MariaDB return the current row); where it returns none
 /// (SQLite: in process, no round trip) the row is read. Owner ids name one mutex object and
 /// thread (base/owner.hpp), so no other lock() can have made that row.
-std::optional<grant> adopt_or_note(database_impl& db, const lock_request& req, const result& res,
-                                   attempt_state* state) {
+std::optional<grant> adopt_or_note(database_impl& db, const lock_request& req,
+                                   const acquire_reply& reply, attempt_state* state) {
     using std::chrono::milliseconds;
     std::int64_t token = 0, hold_count = 0, lease_seq = 0, ttl_ms = 0;
     bool mine = false;
-    if (!res.rows.empty()) {
-        const auto& r = res.rows.front();
-        token = column_int(r.at(0));
-        hold_count = column_int(r.at(1));
-        lease_seq = column_int(r.at(4));
-        ttl_ms = column_int(r.at(5));
-        mine = column_int(r.at(6)) == 1;
+    if (reply) {
+        token = reply->token;
+        hold_count = reply->hold_count;
+        lease_seq = reply->lease_seq;
+        ttl_ms = reply->ttl_ms;
+        mine = reply->mine;
     } else if (const auto row = inspect(db, req.name);
                row && row->strategy == "select_for_update") {
         throw_kept_strategy(db, req.name);
@@ -114,14 +102,13 @@ batch_item acquire_item(const lock_request& req, param held_token, bool defer) {
 /// The grant in acquire_unique_key's reply, if it granted. A grant made while another session
 /// held the name's queue lock (queue_busy: someone waits in line) counts as contended in
 /// `state`, so that the next lock() of this mutex queues behind that waiter.
-std::optional<grant> granted(const result& res, std::chrono::steady_clock::time_point sent,
+std::optional<grant> granted(const acquire_reply& reply, std::chrono::steady_clock::time_point sent,
                              std::chrono::milliseconds ttl, attempt_state* state) {
-    if (res.rows.empty() || column_int(res.rows.front().at(2)) != 1)
+    if (!reply || !reply->granted)
         return std::nullopt;
-    const auto& r = res.rows.front();
-    if (state && column_int(r.at(7)) == 1)
+    if (state && reply->queue_busy)
         state->contended = true;
-    return grant{column_int(r.at(0)), column_int(r.at(1)), lease_end(sent, ttl), {}, {}};
+    return grant{reply->token, reply->hold_count, lease_end(sent, ttl), {}, {}};
 }
 
 class unique_key_strategy final : public lock_strategy {
@@ -266,33 +253,31 @@ private:
         for (int attempt = 0;; ++attempt) {
             const auto sent = std::chrono::steady_clock::now();
             const auto item = acquire_item(req, held_token, defer);
-            const auto res = db.run(item.id, item.params);
-            if (auto g = granted(res, sent, req.ttl, state))
+            const auto reply = decode_first<acquire_unique_key_row>(db.run(item.id, item.params));
+            if (auto g = granted(reply, sent, req.ttl, state))
                 return g;
             const bool reentry = !std::holds_alternative<std::nullptr_t>(held_token);
             if (state && !reentry && req.defers()) {
                 // Held back for a lock in req.defer_to: PostgreSQL's reply says so; the other
                 // backends return no row then (as SQLite does for a held lock too), and only
                 // then is it worth asking.
-                const unsigned held = res.rows.empty()
-                                          ? held_defer_locks(db, req)
-                                          : static_cast<unsigned>(column_int(res.rows[0].at(8)));
+                const unsigned held = reply ? reply->deferred : held_defer_locks(db, req);
                 if (held != 0) {
                     state->deferred = held;
                     return std::nullopt;
                 }
             }
-            if (defer && res.rows.empty()) {
+            if (defer && !reply) {
                 // Held back: someone waits in the server-side queue (defer is only asked where
                 // waiters queue, and there an acquire otherwise always returns the row).
                 if (state)
                     state->contended = true;
                 return std::nullopt;
             }
-            const bool created_free_row = !res.rows.empty() && column_int(res.rows[0].at(3)) == 1;
+            const bool created_free_row = reply && reply->created_free_row;
             if (!created_free_row || attempt > 0 || reentry) {
                 if (!reentry && !created_free_row)
-                    return adopt_or_note(db, req, res, state);
+                    return adopt_or_note(db, req, reply, state);
                 return std::nullopt; // held by someone else (or a re-entry that found no row)
             }
         }
@@ -347,11 +332,12 @@ private:
         }
         if (seat.where != queue_seat::place::inside && !took_turn(results[enter], state))
             return std::nullopt;
-        auto g = granted(results.back(), acquire_sent, req.ttl, &state);
+        const auto reply = decode_first<acquire_unique_key_row>(results.back());
+        auto g = granted(reply, acquire_sent, req.ttl, &state);
         if (!g) {
             state.contended = true; // first in line, but the lease is held: wait for it
             const route_scope via_seat(db, seat_session(state)); // any read-back too
-            g = adopt_or_note(db, req, results.back(), &state);
+            g = adopt_or_note(db, req, reply, &state);
         }
         if (g) {
             seat.get().unlisten();           // no-op unless an earlier wait listened on it
@@ -368,13 +354,14 @@ private:
         auto g = resolving_doubt(db, req, [&]() -> std::optional<grant> {
             try {
                 const auto item = acquire_item(req, nullptr, true);
-                const auto res = state.seat->get().execute(item.id, item.params);
-                auto outcome = granted(res, sent, req.ttl, &state);
+                const auto reply = decode_first<acquire_unique_key_row>(
+                    state.seat->get().execute(item.id, item.params));
+                auto outcome = granted(reply, sent, req.ttl, &state);
                 if (!outcome) {
                     // Any read-back goes to the seat too: the pool may have no idle session
                     // left (the seat is one), and a new connection would outlive this wait.
                     const route_scope via_seat(db, seat_session(state));
-                    outcome = adopt_or_note(db, req, res, &state);
+                    outcome = adopt_or_note(db, req, reply, &state);
                 }
                 return outcome;
             } catch (const error& e) {

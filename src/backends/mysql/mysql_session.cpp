@@ -2,6 +2,7 @@
 // prepared statements cached per statement id, strict SQL mode, UTC session time zone.
 #include "backends/backend.hpp"
 #include "backends/module.hpp"
+#include "base/rows.hpp"
 #include "base/sql_text.hpp"
 
 #include <algorithm>
@@ -378,13 +379,15 @@ public:
     std::optional<std::vector<row_lock_report>> row_locks(std::string_view table) override {
         std::string text;
         try {
-            const auto on = query("SELECT @@GLOBAL.innodb_status_output_locks");
-            if (on.rows.empty() || on.rows[0].at(0).value_or("0") != "1")
+            const auto on = decode_first<single_value_row>(
+                query("SELECT @@GLOBAL.innodb_status_output_locks AS value"));
+            if (!on || on->value.value_or("0") != "1")
                 return std::nullopt;
-            const auto status = query("SHOW ENGINE INNODB STATUS");
-            if (status.rows.empty() || status.rows[0].size() < 3)
+            // A report of another shape fails to decode: caught below, as not shown.
+            auto status = decode_first<engine_status_row>(query("SHOW ENGINE INNODB STATUS"));
+            if (!status)
                 return std::nullopt;
-            text = status.rows[0][2].value_or("");
+            text = std::move(status->status);
         } catch (const error&) {
             return std::nullopt; // no PROCESS privilege
         }
@@ -403,9 +406,8 @@ public:
             const auto attrs = query("SELECT PROCESSLIST_ID, ATTR_VALUE FROM "
                                      "performance_schema.session_connect_attrs "
                                      "WHERE ATTR_NAME = '_pid'");
-            for (const auto& r : attrs.rows)
-                pid_of[std::strtoll(r.at(0).value_or("0").c_str(), nullptr, 10)] =
-                    std::strtoll(r.at(1).value_or("0").c_str(), nullptr, 10);
+            for (const auto& r : decode_rows<connect_attribute_row>(attrs))
+                pid_of[r.session_id] = r.value;
         } catch (const error&) {
             return; // performance_schema off or not readable: the pids stay unknown
         }
