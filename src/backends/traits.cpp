@@ -16,6 +16,10 @@ constexpr backend_traits postgresql_traits{
     .queues_waiters_locally = false,
     .transactional_ddl = true,
     .tries_hosts_itself = false, // libpq walks the list (target_session_attrs=read-write)
+    .lists_row_lock_holders = true,
+    .ends_row_lock_holders = true,   // pg_terminate_backend
+    .sessions_named_by_owner = true, // application_name
+    .session_word = "session",
     .replica_word = "standby",
     .synchronous_replication_advice =
         "Set synchronous_standby_names (and synchronous_commit = on or remote_apply)",
@@ -36,6 +40,10 @@ constexpr backend_traits mysql_traits{
     .queues_waiters_locally = false,
     .transactional_ddl = false, // DDL commits implicitly
     .tries_hosts_itself = true,
+    .lists_row_lock_holders = false, // the InnoDB lock monitor tells, when it is on
+    .ends_row_lock_holders = false,
+    .sessions_named_by_owner = false, // the _pid connection attribute
+    .session_word = "connection",
     .replica_word = "replica",
     .synchronous_replication_advice =
         "Use semi-synchronous replication with rpl_semi_sync_master_wait_point = AFTER_SYNC",
@@ -56,6 +64,10 @@ constexpr backend_traits sqlite_traits{
     .queues_waiters_locally = true,
     .transactional_ddl = true,
     .tries_hosts_itself = false,
+    .lists_row_lock_holders = false, // the lock files tell
+    .ends_row_lock_holders = false,
+    .sessions_named_by_owner = false,
+    .session_word = "connection",
     .replica_word = "replica",
     .synchronous_replication_advice = "",
     .cluster_name = "",

@@ -37,6 +37,17 @@ struct backend_traits {
     /// sqlock tries the hosts of a host-list URL one by one; otherwise the client library
     /// does (or there is no host).
     bool tries_hosts_itself;
+    /// list_locks names the holder of a select_for_update row lock itself (no server lock
+    /// monitor or lock file needs asking).
+    bool lists_row_lock_holders;
+    /// An operator's force release can end the session that holds a select_for_update lock
+    /// (fu_terminate_holder).
+    bool ends_row_lock_holders;
+    /// A session in list_waiters is named like its process's owner ids ("sqlock host:pid");
+    /// otherwise by its client pid ("pid N").
+    bool sessions_named_by_owner;
+    /// What the server calls one client's connection in its own views ("session").
+    std::string_view session_word;
     /// What this backend calls a read-only copy of the primary.
     std::string_view replica_word;
     /// What to do about asynchronous replicas, for the topology warning.

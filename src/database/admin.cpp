@@ -1,6 +1,8 @@
 // Operations on the lock table: list, find, reap, force release, recorded clock steps, and
 // the fencing condition for a caller's own SQL.
+#include "backends/backend.hpp"
 #include "backends/local_queue.hpp"
+#include "base/embedded.hpp"
 #include "base/owner.hpp"
 #include "base/rows.hpp"
 #include "database/database_impl.hpp"
@@ -15,15 +17,35 @@ namespace sqlock {
 
 std::string database::fencing_condition(std::string_view name_placeholder,
                                         std::string_view token_placeholder) const {
-    const std::string name(name_placeholder);
-    const std::string token(token_placeholder);
-    if (backend() == backend_kind::sqlite) {
-        // No clock: a lease is its holder's until a waiter dropped it (schema 7).
-        return "EXISTS (SELECT 1 FROM " + m_impl->expand("{locks}") + " WHERE name = " + name +
-               " AND token = " + token + " AND owner <> '')";
+    // sql/<backend>/fencing_condition.sql: comment lines, then the condition, :name and :token
+    // standing for the caller's placeholders.
+    const auto path =
+        "sql/" + std::string(detail::backend_dir(backend())) + "/fencing_condition.sql";
+    const auto file = detail::find_embedded(path);
+    if (!file)
+        throw std::logic_error("sqlock was built without " + path);
+    std::string text;
+    for (std::size_t at = 0; at < file->size();) {
+        const auto end = std::min(file->find('\n', at), file->size());
+        const auto line = file->substr(at, end - at);
+        if (!line.starts_with("--") && !line.empty())
+            text += (text.empty() ? "" : " ") + std::string(line);
+        at = end + 1;
     }
-    const std::string call = m_impl->expand("{holds}") + "(" + name + ", " + token + ")";
-    return backend() == backend_kind::mysql ? call + " = 1" : call;
+    text = m_impl->expand(text);
+    std::string out;
+    for (std::size_t at = 0; at < text.size();) {
+        if (text.compare(at, 5, ":name") == 0) {
+            out += name_placeholder;
+            at += 5;
+        } else if (text.compare(at, 6, ":token") == 0) {
+            out += token_placeholder;
+            at += 6;
+        } else {
+            out += text[at++];
+        }
+    }
+    return out;
 }
 
 namespace {
@@ -70,10 +92,11 @@ std::string_view host_and_pid(std::string_view id) {
 
 /// Whether a session that list_waiters reports as `who` belongs to the process that holds
 /// lease `l`: PostgreSQL names sessions "sqlock host:pid", MariaDB's connector "pid N".
-bool holders_session(backend_kind kind, std::string_view who, const lock_info& l) {
+bool holders_session(const detail::backend_traits& traits, std::string_view who,
+                     const lock_info& l) {
     if (l.owner.empty())
         return false;
-    if (kind == backend_kind::postgresql)
+    if (traits.sessions_named_by_owner)
         return host_and_pid(who) == host_and_pid(l.owner);
     return who == "pid " + std::to_string(l.pid);
 }
@@ -81,8 +104,8 @@ bool holders_session(backend_kind kind, std::string_view who, const lock_info& l
 /// PostgreSQL and MariaDB: the waiters list_waiters finds, per name, first in line first. A
 /// session that has a name's queue (granted) is the lease's holder or the next in line: a
 /// waiter unless it is the holder's process. Waiters the server hides mark the rows instead.
-void add_server_waiters(detail::database_impl& db, backend_kind kind,
-                        std::vector<lock_info>& locks) {
+void add_server_waiters(detail::database_impl& db, std::vector<lock_info>& locks) {
+    const auto& traits = db.traits();
     detail::result res;
     try {
         res = db.run(detail::statement::list_waiters, {});
@@ -109,11 +132,9 @@ void add_server_waiters(detail::database_impl& db, backend_kind kind,
             continue;
         for (const auto* w : found->second) {
             const std::string& app = w->who;
-            if (w->granted && holders_session(kind, app, l))
+            if (w->granted && holders_session(traits, app, l))
                 continue;
-            const std::string session = std::to_string(w->session);
-            std::string who =
-                kind == backend_kind::postgresql ? "session " + session : "connection " + session;
+            std::string who = std::string(traits.session_word) + " " + std::to_string(w->session);
             if (!app.empty())
                 who += " (" + app + ")";
             l.waiters.push_back({std::move(who), std::chrono::milliseconds(w->waited_ms),
@@ -125,12 +146,12 @@ void add_server_waiters(detail::database_impl& db, backend_kind kind,
 /// select_for_update rows whose holder list_locks cannot see (MariaDB, SQLite): asks the
 /// server's lock monitor (MariaDB) or the lock files (SQLite), taking no lock; rows it cannot
 /// tell about are marked holder_hidden. PostgreSQL's list_locks finds the holder itself.
-void reveal_row_lock_holders(detail::database_impl& db, backend_kind kind,
-                             std::vector<lock_info>& locks) {
+void reveal_row_lock_holders(detail::database_impl& db, std::vector<lock_info>& locks) {
     const auto transactional = [](const lock_info& l) {
         return l.strategy == "select_for_update";
     };
-    if (kind == backend_kind::postgresql || std::none_of(locks.begin(), locks.end(), transactional))
+    if (db.traits().lists_row_lock_holders ||
+        std::none_of(locks.begin(), locks.end(), transactional))
         return;
     const auto found_held = [](lock_info& l, std::string who) {
         l.owner = std::move(who);
@@ -138,7 +159,7 @@ void reveal_row_lock_holders(detail::database_impl& db, backend_kind kind,
         l.held_for = std::chrono::milliseconds(0);
     };
     auto s = db.checkout();
-    if (kind == backend_kind::sqlite) {
+    if (db.traits().lock_files) {
         for (auto& l : locks) {
             if (!transactional(l))
                 continue;
@@ -198,11 +219,11 @@ std::vector<lock_info> database::list() {
     out.reserve(rows.size());
     for (auto& r : rows)
         out.push_back(lock_info_of(std::move(r)));
-    reveal_row_lock_holders(*m_impl, backend(), out);
-    if (backend() == backend_kind::sqlite)
+    reveal_row_lock_holders(*m_impl, out);
+    if (m_impl->traits().queues_waiters_locally)
         add_queued_tickets(*m_impl, out);
     else if (!out.empty())
-        add_server_waiters(*m_impl, backend(), out);
+        add_server_waiters(*m_impl, out);
     // A semaphore's or shared_mutex's locks together, in a reader's order: its writer gate,
     // then its permits by number ("permit 2" before "permit 10"), then its queue. Names compare
     // as bytes, the same on every backend (an ORDER BY follows the database's collation).
@@ -340,7 +361,7 @@ std::optional<lock_info> database::find(std::string_view name) {
     if (!row)
         return std::nullopt;
     std::vector<lock_info> one{lock_info_of(std::move(*row))};
-    reveal_row_lock_holders(*m_impl, backend(), one);
+    reveal_row_lock_holders(*m_impl, one);
     return std::move(one.front());
 }
 
@@ -357,7 +378,7 @@ force_release_result database::force_release(std::string_view name, std::string_
         out.previous_token = before->token;
         out.strategy = before->strategy;
         if (out.strategy == "select_for_update") {
-            if (backend() == backend_kind::sqlite) {
+            if (m_impl->traits().lock_files) {
                 // The lock is a process's write lock on the name's lock file: nothing from
                 // outside that process can end it but ending the process.
                 const auto holder = s->lock_file_holder(m_impl->lock_file_for(name));
@@ -365,13 +386,14 @@ force_release_result database::force_release(std::string_view name, std::string_
                     return out; // nobody holds it: nothing to release
                 throw error(errc::unsupported,
                             "cannot force-release select_for_update lock \"" + std::string(name) +
-                                "\" on sqlite: it is a write lock on its lock file, held by " +
+                                "\" on " + std::string(to_string(backend())) +
+                                ": it is a write lock on its lock file, held by " +
                                 (holder && *holder > 0
                                      ? "process " + std::to_string(*holder) + " on this host"
                                      : std::string("a process of this host")) +
                                 "; end that process to release it");
             }
-            if (backend() != backend_kind::postgresql)
+            if (!m_impl->traits().ends_row_lock_holders)
                 throw error(errc::unsupported,
                             "cannot force-release select_for_update lock \"" + std::string(name) +
                                 "\" on " + std::string(to_string(backend())) +
