@@ -136,13 +136,15 @@ mutex_options permit_pool::permit_options(std::string_view role, std::int64_t k)
     return o;
 }
 
-bool permit_pool::acquire(std::chrono::steady_clock::time_point deadline) {
-    if (const auto k = held_by_me())
-        return m_permits[*k]->try_lock_until(deadline); // re-entry (or lock_lost)
+/// One acquire() call: its deadline, its place in the queue (given up when the call returns,
+/// granted or not), the head's listening session, its backoffs and whether a round found
+/// every permit taken.
+struct permit_pool::acquire_call {
+    acquire_call(std::chrono::steady_clock::time_point until, backoff pauses)
+        : deadline(until), can_wait(until > std::chrono::steady_clock::now()), delay(pauses) {}
 
-    auto& database = db();
-    const bool can_wait = deadline > std::chrono::steady_clock::now();
-    // Our place in the queue, given up when this call returns (granted or not).
+    std::chrono::steady_clock::time_point deadline;
+    bool can_wait;
     struct queue_place {
         mutex* queue = nullptr;
         ~queue_place() {
@@ -150,113 +152,145 @@ bool permit_pool::acquire(std::chrono::steady_clock::time_point deadline) {
                 queue->unlock();
         }
     } place;
-    // The head's session for release notifications (PostgreSQL), kept for the wait; its
-    // rounds run on it too, so that waiting costs no extra connection
-    // (docs/site/guides/connections.md).
+    /// The head's session for release notifications (PostgreSQL), kept for the wait; its
+    /// rounds run on it too, so that waiting costs no extra connection
+    /// (docs/site/guides/connections.md).
     std::optional<pooled_session> listener;
-    backoff delay(m_options.retry_min, std::min(m_options.retry_max, head_poll_limit));
+    backoff delay;
     full_server_backoff full_delay;
-    // Since when the server has refused every connection for lack of slots, and its last
-    // refusal (unset while it takes them).
+    /// Since when the server has refused every connection for lack of slots, and its last
+    /// refusal (unset while it takes them).
     struct refusals {
         std::chrono::steady_clock::time_point since;
         error last;
     };
     std::optional<refusals> refused;
-    bool tried = false; // a round of this call found every permit taken
+    bool tried = false;     ///< a round of this call found every permit taken
+    std::uint64_t seen = 0; ///< the wake-up generation before the round
+
+    /// A round failed with `e`: a full server is waited out, other retryable trouble retried
+    /// while time remains (as mutex::lock()), anything else thrown.
+    void note_failure(const error& e) {
+        if (is_server_full(e)) {
+            if (!can_wait)
+                throw;
+            if (refused)
+                refused->last = e;
+            else
+                refused.emplace(refusals{std::chrono::steady_clock::now(), e});
+            return;
+        }
+        if (!e.retryable() || std::chrono::steady_clock::now() >= deadline)
+            throw;
+        refused.reset();
+    }
+};
+
+permit_pool::round_end permit_pool::acquire_round(acquire_call& call) {
+    // A caller with time to wait takes no permit past the queue's waiters: it queues when its
+    // last acquire had to, or after a round found every permit taken, or when the round finds
+    // someone in the queue (the permits' acquire statements look at the queue lock: one round
+    // trip when nobody waits). Only a try-acquire asks without looking (except past a writer's
+    // gate, which it never passes).
+    const bool queue_now = call.can_wait && !call.place.queue && (call.tried || m_contended);
+    const bool look = call.can_wait && !call.place.queue && !queue_now;
+    std::array<std::string_view, 2> defer_to{};
+    if (look)
+        defer_to[defer_queue] = m_queue->name();
+    if (m_gate)
+        defer_to[defer_gate] = m_gate->name();
+    round r;
+    if (queue_now || (look && someone_queues_locally())) {
+        r.deferred = 1u << defer_queue; // queue without asking the permits first
+    } else {
+        const route_scope via_listener(db(), call.listener ? &**call.listener : nullptr);
+        r = one_round(defer_to);
+    }
+    if (r.granted) {
+        {
+            std::lock_guard lock(m_state_mutex);
+            m_held[std::this_thread::get_id()] = *r.granted;
+        }
+        m_contended.store(call.tried);
+        return round_end::granted;
+    }
+    if (r.deferred_to(defer_gate)) {
+        // A writer holds or waits for the gate: it goes first.
+        if (!call.can_wait || !m_gate->try_lock_until(call.deadline))
+            return round_end::not_granted;
+        m_gate->unlock();
+        return round_end::again;
+    }
+    if (r.deferred_to(defer_queue)) {
+        // Someone waits for a permit (or our last acquire had to): into the queue, then a
+        // round at once.
+        if (!m_queue->try_lock_until(call.deadline))
+            return round_end::not_granted;
+        call.place.queue = m_queue.get();
+        return round_end::again;
+    }
+    return round_end::wait;
+}
+
+bool permit_pool::pause_between_rounds(acquire_call& call, bool failed) {
+    auto& database = db();
+    const auto now = std::chrono::steady_clock::now();
+    const auto deadline = call.deadline;
+    if (failed && call.refused) {
+        if (now >= deadline)
+            throw server_full_timeout(m_name, call.refused->last, now - call.refused->since);
+        const auto pause = call.full_delay.next();
+        std::this_thread::sleep_until(deadline - now < pause ? deadline : now + pause);
+        return true;
+    }
+    if (!failed) {
+        call.refused.reset();
+        call.full_delay.reset();
+    }
+    if (now >= deadline)
+        return false;
+    if (!call.place.queue && !failed)
+        return true; // join the queue now, without a pause
+    // The head waits for a permit to free up: woken by a release in this process, or
+    // (PostgreSQL) by the release notification of any of the permits.
+    if (call.listener && !(*call.listener)->usable())
+        call.listener.reset();
+    if (!call.listener && !failed && database.notifies_releases()) {
+        if (auto idle = database.try_checkout_idle(); idle && database.listen_for_releases(**idle))
+            call.listener.emplace(std::move(*idle));
+    }
+    const auto pause = call.delay.next();
+    database.await_release(call.listener ? &**call.listener : nullptr, m_wake_name, call.seen,
+                           deadline - now < pause ? deadline : now + pause, true);
+    return true;
+}
+
+bool permit_pool::acquire(std::chrono::steady_clock::time_point deadline) {
+    if (const auto k = held_by_me())
+        return m_permits[*k]->try_lock_until(deadline); // re-entry (or lock_lost)
+    acquire_call call(deadline,
+                      backoff(m_options.retry_min, std::min(m_options.retry_max, head_poll_limit)));
     for (;;) {
         bool failed = false;
-        const auto seen = database.wakeups().generation(m_wake_name);
+        call.seen = db().wakeups().generation(m_wake_name);
         try {
-            // A caller with time to wait takes no permit past the queue's waiters: it queues
-            // when its last acquire had to, or after a round found every permit taken, or
-            // when the round finds someone in the queue (the permits' acquire statements look
-            // at the queue lock: one round trip when nobody waits). Only a try-acquire asks
-            // without looking (except past a writer's gate, which it never passes).
-            const bool queue_now = can_wait && !place.queue && (tried || m_contended);
-            const bool look = can_wait && !place.queue && !queue_now;
-            std::array<std::string_view, 2> defer_to{};
-            if (look)
-                defer_to[defer_queue] = m_queue->name();
-            if (m_gate)
-                defer_to[defer_gate] = m_gate->name();
-            round r;
-            if (queue_now || (look && someone_queues_locally())) {
-                r.deferred = 1u << defer_queue; // queue without asking the permits first
-            } else {
-                const route_scope via_listener(database, listener ? &**listener : nullptr);
-                r = one_round(defer_to);
-            }
-            if (r.granted) {
-                {
-                    std::lock_guard lock(m_state_mutex);
-                    m_held[std::this_thread::get_id()] = *r.granted;
-                }
-                m_contended.store(tried);
+            switch (acquire_round(call)) {
+            case round_end::granted:
                 return true;
-            }
-            if (r.deferred_to(defer_gate)) {
-                // A writer holds or waits for the gate: it goes first.
-                if (!can_wait || !m_gate->try_lock_until(deadline))
-                    return false;
-                m_gate->unlock();
+            case round_end::not_granted:
+                return false;
+            case round_end::again:
                 continue;
-            }
-            if (r.deferred_to(defer_queue)) {
-                // Someone waits for a permit (or our last acquire had to): into the queue,
-                // then a round at once.
-                if (!m_queue->try_lock_until(deadline))
-                    return false;
-                place.queue = m_queue.get();
-                continue;
+            case round_end::wait:
+                call.tried = true;
+                break;
             }
         } catch (const error& e) {
-            // As mutex::lock(): a full server is waited out, other retryable trouble retried
-            // while time remains, anything else reported.
-            if (is_server_full(e)) {
-                if (!can_wait)
-                    throw;
-                if (refused)
-                    refused->last = e;
-                else
-                    refused.emplace(refusals{std::chrono::steady_clock::now(), e});
-            } else {
-                if (!e.retryable() || std::chrono::steady_clock::now() >= deadline)
-                    throw;
-                refused.reset();
-            }
+            call.note_failure(e);
             failed = true;
         }
-        if (!failed)
-            tried = true;
-        const auto now = std::chrono::steady_clock::now();
-        if (failed && refused) {
-            if (now >= deadline)
-                throw server_full_timeout(m_name, refused->last, now - refused->since);
-            const auto pause = full_delay.next();
-            std::this_thread::sleep_until(deadline - now < pause ? deadline : now + pause);
-            continue;
-        }
-        if (!failed) {
-            refused.reset();
-            full_delay.reset();
-        }
-        if (now >= deadline)
+        if (!pause_between_rounds(call, failed))
             return false;
-        if (!place.queue && !failed)
-            continue; // join the queue now, without a pause
-        // The head waits for a permit to free up: woken by a release in this process, or
-        // (PostgreSQL) by the release notification of any of the permits.
-        if (listener && !(*listener)->usable())
-            listener.reset();
-        if (!listener && !failed && database.notifies_releases()) {
-            if (auto idle = database.try_checkout_idle();
-                idle && database.listen_for_releases(**idle))
-                listener.emplace(std::move(*idle));
-        }
-        const auto pause = delay.next();
-        database.await_release(listener ? &**listener : nullptr, m_wake_name, seen,
-                               deadline - now < pause ? deadline : now + pause, true);
     }
 }
 

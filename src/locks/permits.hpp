@@ -96,6 +96,21 @@ private:
     /// One try at each permit, from a random one, each held back while another owner holds
     /// a lock in `defer_to` ([defer_queue], [defer_gate]; empty: not looked at).
     round one_round(const std::array<std::string_view, 2>& defer_to);
+    /// One acquire() call's state across its rounds (permits.cpp).
+    struct acquire_call;
+    /// What a round of acquire() came to.
+    enum class round_end {
+        granted,     ///< a permit is held
+        not_granted, ///< the deadline passed (or no time to wait)
+        again,       ///< queued, or let a writer pass: another round at once
+        wait,        ///< every permit taken: wait for a release, then another round
+    };
+    /// One round: asks for a permit (or queues first, not to overtake waiters), and follows a
+    /// deferral to the queue or the writer gate. Throws sqlock::error from the database.
+    round_end acquire_round(acquire_call& call);
+    /// Between rounds: waits out a full server, or (the queue's head) for a release, at most
+    /// to the deadline. False when the deadline has passed. Throws what cannot be waited out.
+    bool pause_between_rounds(acquire_call& call, bool failed);
     mutex_options permit_options(std::string_view role, std::int64_t k) const;
 
     database m_db;
