@@ -260,7 +260,7 @@ struct migrations_compat_row {
     static migrations_compat_row decode(const row& r);
 };
 
-/// topology: what the server behind a new connection is (DESIGN §9).
+/// topology: what the server behind a new connection is (docs/site/databases/replicated.md).
 struct topology_row {
     static constexpr std::array statements{statement::topology};
     static constexpr auto columns =

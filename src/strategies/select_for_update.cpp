@@ -21,9 +21,9 @@
 //             again.
 // An uncontended acquire + release is therefore two round trips on PostgreSQL and MariaDB.
 //
-// Fencing tokens across crashes (DESIGN §8): the token is drawn in a transaction that is not
-// committed (let alone durably) when lock() returns, and a crash can set the sequence back
-// below it. So every token handed out is first covered by a durable high-water mark, and a
+// Fencing tokens across crashes (docs/site/guides/fencing.md): the token is drawn in a transaction
+// that is not committed (let alone durably) when lock() returns, and a crash can set the sequence
+// back below it. So every token handed out is first covered by a durable high-water mark, and a
 // server incarnation whose sequence may have gone back (PostgreSQL: crash recovery empties an
 // unlogged marker table; MariaDB: any restart empties a MEMORY one) hands out nothing until
 // the sequence was moved past that mark. See migrations/*/0004_durable_tokens.sql.
