@@ -611,6 +611,13 @@ run_one() {
   done
 
   local had_faults=${#kinds[@]} wanted=("${kinds[@]}")
+  # migrate is not drawn: it is injected once, a third into the run (a short run's few draws
+  # could miss it), and its migration runs beside the drawn faults.
+  local migrate_at=0 k drawn_kinds=()
+  for k in "${kinds[@]}"; do
+    if [[ $k == migrate ]]; then migrate_at=1; else drawn_kinds+=("$k"); fi
+  done
+  kinds=("${drawn_kinds[@]}")
   if [[ " ${kinds[*]} " == *" partition "* ]]; then
     ensure_slot_users "$procs"
     PART_UIDS=1
@@ -626,10 +633,15 @@ run_one() {
   for ((n = 0; n < procs; n++)); do spawn "$n"; done
   start_reapers
   start=$(now_ms); end=$((start + duration * 1000))
+  ((migrate_at)) && migrate_at=$((start + duration * 1000 / 3))
   next=$((start + INTERVAL / 2 + RANDOM % INTERVAL))
   while t=$(now_ms); ((t < end)); do
     monitor 2>>"$RUN/harness.err"
     end_pause; end_clock; end_partition; end_migrate
+    if ((migrate_at && t >= migrate_at)); then
+      used[migrate]=1; migrate_at=0
+      nemesis_migrate 2>>"$RUN/harness.err"
+    fi
     if ((${#kinds[@]} && t >= next && !PAUSE_UNTIL)); then
       draw_kind "${kinds[@]}"; n=$DRAWN kind=${kinds[DRAWN]}
       used[$kind]=$((${used[$kind]:-0} + 1))

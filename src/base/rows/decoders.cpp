@@ -15,8 +15,11 @@ std::string statements_text(std::span<const statement> statements) {
     if (statements.empty())
         return "a query";
     std::string out;
-    for (const auto id : statements)
-        out += (out.empty() ? "" : "/") + std::string(name_of(id));
+    for (const auto id : statements) {
+        if (!out.empty())
+            out += '/';
+        out += name_of(id); // appended in steps: GCC 12 -Wrestrict misfires on "/" + string
+    }
     return out;
 }
 
