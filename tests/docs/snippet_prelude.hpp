@@ -7,13 +7,12 @@
 // that a fragment names must come from its public headers.
 #pragma once
 
-#include <sqlock/sqlock.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <iostream>
 #include <mutex>
 #include <shared_mutex>
+#include <sqlock/sqlock.hpp>
 #include <string_view>
 #include <thread>
 #include <vector>

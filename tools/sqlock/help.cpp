@@ -46,7 +46,8 @@ options take their value as "--ttl 5s" or "--ttl=5s", before or after a command'
 read (status, list, history, check, leader, migrate --status) never create an SQLite file.
 )";
 
-const char* const migrate_help = R"(usage: sqlock [--url URL] migrate [--wait D] [--lock-wait D] [--print | --status]
+const char* const migrate_help =
+    R"(usage: sqlock [--url URL] migrate [--wait D] [--lock-wait D] [--print | --status]
 
 Creates or upgrades sqlock's tables in the database. Idempotent; safe when several hosts run it
 at once, and beside their lock traffic: each DDL statement waits at most --lock-wait (default
