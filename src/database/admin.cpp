@@ -6,6 +6,7 @@
 #include "base/owner.hpp"
 #include "base/rows.hpp"
 #include "database/database_impl.hpp"
+#include "database/stale_leases.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -279,80 +280,21 @@ reap_result database::reap(const reap_options& options) {
         throw error(errc::invalid_argument, "reap settle time must not be negative");
     const auto batch = static_cast<std::int64_t>(std::min<std::size_t>(options.batch, 1'000'000));
     for (;;) { // free (released) rows: deleting them never ends anyone's lock
-        const auto res = m_impl->run_reap(detail::statement::reap_expired, {batch, grace});
+        const auto res = detail::run_reap(*m_impl, detail::statement::reap_expired, {batch, grace});
         ++out.batches;
         out.deleted += res.affected_rows;
         if (res.affected_rows < static_cast<std::uint64_t>(batch))
             break;
     }
-    m_impl->reap_stale_leases(batch, grace, options.settle, out);
+    m_impl->stale_leases().reap(*m_impl, batch, grace, options.settle, out);
     while (options.prune_history) { // the run ledger (sqlock::job), the same bounded batches
-        const auto res = m_impl->run_reap(detail::statement::job_prune, {batch, keep});
+        const auto res = detail::run_reap(*m_impl, detail::statement::job_prune, {batch, keep});
         ++out.batches;
         out.history_deleted += res.affected_rows;
         if (res.affected_rows < static_cast<std::uint64_t>(batch))
             break;
     }
     return out;
-}
-
-detail::result detail::database_impl::run_reap(statement id, std::initializer_list<param> params) {
-    for (int tries = 1;; ++tries) {
-        try {
-            return run(id, params);
-        } catch (const error& e) {
-            if (e.code() != errc::conflict || tries >= 5)
-                throw;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2 * tries)); // let the winner finish
-    }
-}
-
-void detail::database_impl::reap_stale_leases(std::int64_t batch, std::int64_t grace,
-                                              std::chrono::milliseconds settle, reap_result& out) {
-    using clock = std::chrono::steady_clock;
-    const auto give_up = clock::now() + settle;
-    std::lock_guard guard(m_reap_mutex); // one pass at a time per handle: one set of sightings
-    for (;;) {
-        const auto candidates = run_reap(statement::reap_candidates, {batch, grace});
-        ++out.batches;
-        const auto now = clock::now();
-        std::map<std::string, lease_sighting> seen;
-        for (const auto& r : decode_rows<reap_candidate_row>(candidates)) {
-            const auto& name = r.name;
-            std::optional<lease_sighting> sighting;
-            if (const auto it = m_reap_sightings.find(name); it != m_reap_sightings.end())
-                sighting = it->second;
-            const auto ttl = std::chrono::milliseconds(r.ttl_ms);
-            observe(sighting, r.token, r.lease_seq, ttl,
-                    std::chrono::milliseconds(std::max<std::int64_t>(ttl.count(), 1)), now);
-            seen.emplace(name, *sighting);
-        }
-        m_reap_sightings = seen; // leases renewed, released or gone are forgotten
-        clock::time_point next = clock::time_point::max();
-        std::size_t waiting = 0;
-        bool dropped_any = false;
-        for (const auto& [name, sighting] : seen) {
-            if (now < stale_after(sighting)) {
-                ++waiting;
-                next = std::min(next, stale_after(sighting));
-                continue;
-            }
-            const auto res = run_reap(statement::drop_stale_lease,
-                                      {std::string_view(name), sighting.token, sighting.lease_seq});
-            ++out.batches;
-            out.deleted += res.affected_rows;
-            dropped_any = true;
-            m_reap_sightings.erase(name);
-        }
-        out.deferred = waiting;
-        const bool full = candidates.rows.size() >= static_cast<std::size_t>(batch);
-        if (full && dropped_any)
-            continue; // the next page
-        if (waiting == 0 || next > give_up)
-            return; // done, or the rest settles in a later pass of this handle
-        std::this_thread::sleep_until(next);
-    }
 }
 
 std::optional<lock_info> database::find(std::string_view name) {

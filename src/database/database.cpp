@@ -1,6 +1,7 @@
 // The database handle: construction from a URL, the statement catalog, running statements
 // (on the pool or the session a route_scope names), clock steps, and connect().
 #include "backends/backend.hpp"
+#include "backends/module.hpp"
 #include "base/embedded.hpp"
 #include "base/owner.hpp"
 #include "base/sql_text.hpp"
@@ -104,7 +105,8 @@ database_impl::database_impl(connection_config config, const connect_options& op
         // select_for_update lock would not exclude across them. (Hard links are not resolved.)
         std::error_code ec;
         const auto canonical = std::filesystem::weakly_canonical(m_config.path, ec);
-        m_lock_dir = (ec || canonical.empty() ? m_config.path : canonical.string()) + "-sqlock/";
+        m_sessions.place_lock_files((ec || canonical.empty() ? m_config.path : canonical.string()) +
+                                    "-sqlock/");
     }
 
     const auto& prefix = m_options.table_prefix;
@@ -140,6 +142,11 @@ std::string database_impl::expand(std::string_view sql) const {
     return expand_identifiers(sql, m_identifiers);
 }
 
+std::unique_ptr<session> database_impl::open_watched(const connection_config& config) {
+    m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
+    return watched(backend_for(config.kind).open_session(config, m_catalog));
+}
+
 std::unique_ptr<session> database_impl::watched(std::unique_ptr<session> s) noexcept {
     s->watch_clock(&m_clock_watch);
     return s;
@@ -147,14 +154,13 @@ std::unique_ptr<session> database_impl::watched(std::unique_ptr<session> s) noex
 
 database_impl::~database_impl() = default;
 
-void database_impl::rethrow_with_context(const error& e) const {
-    if (e.code() == errc::schema_missing) {
-        throw error(errc::schema_missing,
-                    "lock table \"" + m_locks_table + "\" is missing in " + m_config.redacted_url +
-                        ": run \"sqlock migrate\" (" + e.what() + ")",
-                    e.backend(), e.native_code(), e.sqlstate());
-    }
-    throw e;
+error database_impl::with_context(const error& e) const {
+    if (e.code() != errc::schema_missing)
+        return e;
+    return error(errc::schema_missing,
+                 "lock table \"" + m_locks_table + "\" is missing in " + m_config.redacted_url +
+                     ": run \"sqlock migrate\" (" + e.what() + ")",
+                 e.backend(), e.native_code(), e.sqlstate());
 }
 
 result database_impl::run(statement id, std::initializer_list<param> params) {
@@ -289,6 +295,32 @@ database connect(std::string_view url, const connect_options& options) {
         detail::impl_of(db).checkout();
     }
     return db;
+}
+
+} // namespace sqlock
+
+namespace sqlock::detail {
+
+void database_impl::cover_token_durably(std::int64_t token) {
+    m_tokens.cover(
+        token,
+        [this](std::int64_t at_least, std::int64_t block) {
+            return run(statement::fu_raise_hwm, {at_least, block});
+        },
+        m_config.redacted_url);
+}
+
+void database_impl::reserve_tokens_on(session& s, std::int64_t at_least) {
+    if (m_tokens.reserve_on(s, at_least))
+        m_statements_sent.fetch_add(1, std::memory_order_relaxed);
+}
+
+} // namespace sqlock::detail
+
+namespace sqlock {
+
+topology_info database::topology() const {
+    return m_impl->topology();
 }
 
 } // namespace sqlock

@@ -1,14 +1,14 @@
 // Lock sessions: the connection (or SQLite lock file) a lock is held on, pinned for the hold
 // and reused after; route_scope sends a thread's statements through a session it holds.
-#include "backends/module.hpp"
 #include "base/owner.hpp"
-#include "database/database_impl.hpp"
+#include "database/lock_context.hpp"
+#include "database/sessions.hpp"
 
 #include <cstdio>
 
 namespace sqlock::detail {
 
-std::string database_impl::lock_file_for(std::string_view lock_name) const {
+std::string session_pool::lock_file_for(std::string_view lock_name) const {
     if (!traits().lock_files)
         return {};
     // Two independent 64-bit FNV-1a hashes of prefix + name: a file name of fixed length for
@@ -28,33 +28,32 @@ std::string database_impl::lock_file_for(std::string_view lock_name) const {
     return m_lock_dir + file;
 }
 
-std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
-    if (traits().lock_files) {
-        auto config = m_config;
-        config.purpose = session_purpose::lock_holder;
-        config.lock_file = lock_file_for(lock_name);
-        {
-            std::lock_guard lock(m_pool_mutex);
-            for (auto it = m_idle_lock_files.begin(); it != m_idle_lock_files.end(); ++it) {
-                if (it->first == config.lock_file) {
-                    auto s = std::move(it->second);
-                    m_idle_lock_files.erase(it);
-                    return s;
-                }
+std::unique_ptr<session> session_pool::pin_lock_file(std::string_view lock_name) {
+    auto config = m_config;
+    config.purpose = session_purpose::lock_holder;
+    config.lock_file = lock_file_for(lock_name);
+    {
+        std::lock_guard lock(m_mutex);
+        for (auto it = m_idle_lock_files.begin(); it != m_idle_lock_files.end(); ++it) {
+            if (it->first == config.lock_file) {
+                auto s = std::move(it->second);
+                m_idle_lock_files.erase(it);
+                return s;
             }
         }
-        return connect_checked(config);
     }
+    return m_open_session(config);
+}
+
+std::unique_ptr<session> session_pool::pin(std::string_view lock_name) {
+    if (traits().lock_files)
+        return pin_lock_file(lock_name);
     {
-        std::lock_guard lock(m_pool_mutex);
-        if (pools_lock_sessions() && !m_idle.empty()) {
+        std::lock_guard lock(m_mutex);
+        if (traits().pools_lock_sessions && !m_idle.empty()) {
             // One kind of session on PostgreSQL: the pool's idle one becomes the lock's, so a
             // process with one lock keeps one connection (docs/site/guides/connections.md).
-            auto s = std::move(m_idle.back());
-            m_idle.pop_back();
-            --m_open;
-            m_pool_cv.notify_one(); // room for another pooled session
-            return s;
+            return take_idle_locked();
         }
         if (!m_idle_holders.empty()) {
             auto s = std::move(m_idle_holders.back());
@@ -67,21 +66,16 @@ std::unique_ptr<session> database_impl::pin(std::string_view lock_name) {
         // connection attribute): a pooled session sitting idle is closed first, so that the
         // lock's connection replaces it rather than adding to it (docs/site/guides/connections.md).
         std::unique_ptr<session> spare;
-        std::lock_guard lock(m_pool_mutex);
-        if (!m_idle.empty()) {
-            spare = std::move(m_idle.back());
-            m_idle.pop_back();
-            --m_open;
-            m_pool_cv.notify_one();
-        }
+        std::lock_guard lock(m_mutex);
+        spare = take_idle_locked();
     }
     auto config = m_config;
     config.purpose = session_purpose::lock_holder;
     config.client_identity = this_process().id;
-    return connect_checked(config);
+    return m_open_session(config);
 }
 
-void database_impl::unpin(std::string_view lock_name, std::unique_ptr<session> s) noexcept {
+void session_pool::unpin(std::string_view lock_name, std::unique_ptr<session> s) noexcept {
     if (!s)
         return;
     s->rollback(); // no-op unless a transaction is still open
@@ -91,12 +85,12 @@ void database_impl::unpin(std::string_view lock_name, std::unique_ptr<session> s
         session_broke();
         return;
     }
-    if (pools_lock_sessions()) {
-        std::lock_guard lock(m_pool_mutex);
+    if (traits().pools_lock_sessions) {
+        std::lock_guard lock(m_mutex);
         if (m_open < m_options.pool_size) {
             m_idle.push_back(std::move(s));
             ++m_open;
-            m_pool_cv.notify_one();
+            m_cv.notify_one();
             return;
         }
     }
@@ -105,7 +99,7 @@ void database_impl::unpin(std::string_view lock_name, std::unique_ptr<session> s
         // a dozen stats and three prepares); the least recently used goes first.
         try {
             auto file = lock_file_for(lock_name);
-            std::lock_guard lock(m_pool_mutex);
+            std::lock_guard lock(m_mutex);
             if (m_idle_lock_files.size() >= m_options.pool_size && !m_idle_lock_files.empty())
                 m_idle_lock_files.erase(m_idle_lock_files.begin());
             m_idle_lock_files.emplace_back(std::move(file), std::move(s));
@@ -114,33 +108,28 @@ void database_impl::unpin(std::string_view lock_name, std::unique_ptr<session> s
         }
         return;
     }
-    std::lock_guard lock(m_pool_mutex);
+    std::lock_guard lock(m_mutex);
     if (m_idle_holders.size() < m_options.pool_size)
         m_idle_holders.push_back(std::move(s));
 }
 
-std::unique_ptr<session> database_impl::pin_seat(std::string_view lock_name) {
-    if (pools_lock_sessions() || !lock_sessions_reach_tables())
+std::unique_ptr<session> session_pool::pin_seat(std::string_view lock_name) {
+    if (traits().pools_lock_sessions || traits().lock_files)
         return pin(lock_name); // PostgreSQL: lock sessions are pooled ones already
     {
         // MariaDB lock sessions run with autocommit off; a seat's statements (the acquire,
         // the release) must commit on their own, like the pool's.
-        std::lock_guard lock(m_pool_mutex);
-        if (!m_idle.empty()) {
-            auto s = std::move(m_idle.back());
-            m_idle.pop_back();
-            --m_open;
-            m_pool_cv.notify_one(); // room for another pooled session
+        std::lock_guard lock(m_mutex);
+        if (auto s = take_idle_locked())
             return s;
-        }
     }
-    return connect_checked(m_config);
+    return m_open_session(m_config);
 }
 
-void database_impl::unpin_seat(std::string_view lock_name, std::unique_ptr<session> s) noexcept {
+void session_pool::unpin_seat(std::string_view lock_name, std::unique_ptr<session> s) noexcept {
     if (!s)
         return;
-    if (pools_lock_sessions() || !lock_sessions_reach_tables()) {
+    if (traits().pools_lock_sessions || traits().lock_files) {
         unpin(lock_name, std::move(s));
         return;
     }
@@ -151,11 +140,11 @@ void database_impl::unpin_seat(std::string_view lock_name, std::unique_ptr<sessi
         session_broke();
         return;
     }
-    std::lock_guard lock(m_pool_mutex);
+    std::lock_guard lock(m_mutex);
     if (m_open < m_options.pool_size) {
         m_idle.push_back(std::move(s));
         ++m_open;
-        m_pool_cv.notify_one();
+        m_cv.notify_one();
     }
     // else: closed here (the pool is full without it)
 }
@@ -164,7 +153,7 @@ namespace {
 thread_local route_scope* t_innermost_route = nullptr;
 } // namespace
 
-route_scope::route_scope(const database_impl& db, session* s) noexcept
+route_scope::route_scope(const lock_context& db, session* s) noexcept
     : m_db(&db), m_session(s), m_outer(t_innermost_route) {
     t_innermost_route = this;
 }
@@ -173,7 +162,7 @@ route_scope::~route_scope() {
     t_innermost_route = m_outer;
 }
 
-session* route_scope::current(const database_impl& db) noexcept {
+session* route_scope::current(const lock_context& db) noexcept {
     for (auto* r = t_innermost_route; r; r = r->m_outer) {
         if (r->m_db == &db)
             return r->m_session && r->m_session->usable() ? r->m_session : nullptr;

@@ -1,7 +1,7 @@
 // The connection pool: sessions are opened on demand up to pool_size and handed back
 // when a statement or a caller is done with them.
-#include "backends/module.hpp"
-#include "database/database_impl.hpp"
+#include "database/sessions.hpp"
+#include "sqlock/error.hpp"
 
 namespace sqlock::detail {
 
@@ -17,15 +17,11 @@ void pooled_session::discard() noexcept {
     m_owner->forget_session();
 }
 
-std::unique_ptr<session> database_impl::open_session() {
-    return connect_checked(m_config);
-}
-
-pooled_session database_impl::checkout() {
-    std::unique_lock lock(m_pool_mutex);
+pooled_session session_pool::checkout() {
+    std::unique_lock lock(m_mutex);
     const auto deadline = std::chrono::steady_clock::now() + m_options.connect_timeout;
     while (m_idle.empty() && m_open >= m_options.pool_size) {
-        if (m_pool_cv.wait_until(lock, deadline) == std::cv_status::timeout && m_idle.empty() &&
+        if (m_cv.wait_until(lock, deadline) == std::cv_status::timeout && m_idle.empty() &&
             m_open >= m_options.pool_size)
             throw error(errc::timeout,
                         "all " + std::to_string(m_options.pool_size) + " pooled connections to " +
@@ -42,44 +38,44 @@ pooled_session database_impl::checkout() {
     ++m_open; // reserve the slot, connect outside the lock
     lock.unlock();
     try {
-        return pooled_session(this, open_session());
+        return pooled_session(this, m_open_session(m_config));
     } catch (...) {
         lock.lock();
         --m_open;
-        m_pool_cv.notify_one();
+        m_cv.notify_one();
         throw;
     }
 }
 
-void database_impl::forget_session() noexcept {
-    std::lock_guard lock(m_pool_mutex);
+void session_pool::forget_session() noexcept {
+    std::lock_guard lock(m_mutex);
     --m_open;
-    m_pool_cv.notify_one();
+    m_cv.notify_one();
 }
 
-void database_impl::give_back(std::unique_ptr<session> s) noexcept {
+void session_pool::give_back(std::unique_ptr<session> s) noexcept {
     s->unlisten(); // a waiter's session: a pooled one must not collect every release
     std::vector<std::unique_ptr<session>> dropped; // closed outside the lock
     {
-        std::lock_guard lock(m_pool_mutex);
+        std::lock_guard lock(m_mutex);
         if (s->usable()) {
             m_idle.push_back(std::move(s));
         } else {
             --m_open;
             dropped = take_idle_sessions_locked();
         }
-        m_pool_cv.notify_all();
+        m_cv.notify_all();
     }
 }
 
-void database_impl::session_broke() noexcept {
+void session_pool::session_broke() noexcept {
     std::vector<std::unique_ptr<session>> dropped; // closed outside the lock
-    std::lock_guard lock(m_pool_mutex);
+    std::lock_guard lock(m_mutex);
     dropped = take_idle_sessions_locked();
-    m_pool_cv.notify_all();
+    m_cv.notify_all();
 }
 
-std::vector<std::unique_ptr<session>> database_impl::take_idle_sessions_locked() noexcept {
+std::vector<std::unique_ptr<session>> session_pool::take_idle_sessions_locked() noexcept {
     // A session that broke (its server crashed, restarted or failed over, or a network path
     // died) says the idle ones, opened to the same server, are most likely broken too: each
     // would cost its next user a failed statement (a release, say, that then leaves its lease
@@ -102,8 +98,18 @@ std::vector<std::unique_ptr<session>> database_impl::take_idle_sessions_locked()
     return dropped;
 }
 
-std::optional<pooled_session> database_impl::try_checkout_idle() noexcept {
-    std::lock_guard lock(m_pool_mutex);
+std::unique_ptr<session> session_pool::take_idle_locked() noexcept {
+    if (m_idle.empty())
+        return nullptr;
+    auto s = std::move(m_idle.back());
+    m_idle.pop_back();
+    --m_open;
+    m_cv.notify_one(); // room for another pooled session
+    return s;
+}
+
+std::optional<pooled_session> session_pool::try_checkout_idle() noexcept {
+    std::lock_guard lock(m_mutex);
     // Keep one only while others can still get a session without waiting: another idle one,
     // or room to open one.
     if (m_idle.empty() || (m_idle.size() == 1 && m_open >= m_options.pool_size))

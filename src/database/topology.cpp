@@ -1,11 +1,10 @@
-// Connecting to the right server of a replicated database, and refusing what cannot keep a
-// lock safe (docs/site/databases/replicated.md). Every new connection (pooled or a lock session)
-// runs the backend's `topology` statement once: a read-only standby or replica is refused,
-// asynchronous replicas are a warning (an error with require_synchronous_replication), and the
-// latest answer is kept for database::topology(), `sqlock status` and the select_for_update check.
-#include "backends/module.hpp"
+// The topology probe: the right server of a replicated database, and what is refused there.
+#include "database/topology.hpp"
+
 #include "base/rows.hpp"
-#include "database/database_impl.hpp"
+#include "sqlock/error.hpp"
+
+#include <algorithm>
 
 namespace sqlock::detail {
 
@@ -22,21 +21,27 @@ std::string plural(std::int64_t n, const char* one, const char* many) {
 
 } // namespace
 
-std::unique_ptr<session> database_impl::connect_checked(const connection_config& config) {
-    const auto& module = backend_for(config.kind);
-    const auto& traits = traits_of(config.kind);
+topology_probe::topology_probe(const connection_config& config, const connect_options& options,
+                               const sql_catalog& catalog, opener open)
+    : m_config(config), m_options(options), m_catalog(catalog), m_open(std::move(open)) {}
+
+std::unique_ptr<session> topology_probe::connect(const connection_config& config) {
     // SQLite has no servers; PostgreSQL walks a host list itself (libpq, with
     // target_session_attrs=read-write); so does anything with one host.
-    if (!traits.tries_hosts_itself || config.endpoints.size() <= 1) {
-        m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
-        auto s = watched(module.open_session(config, m_catalog));
+    if (!traits_of(config.kind).tries_hosts_itself || config.endpoints.size() <= 1) {
+        auto s = m_open(config);
         // Of several hosts libpq picked one: the server names itself.
         const auto server =
             config.endpoints.size() == 1 ? endpoint_text(config.endpoints.front()) : std::string();
-        if (const auto standby = check_topology(*s, server))
+        if (const auto standby = check(*s, server))
             throw_read_only(*standby);
         return s;
     }
+    return connect_first_primary(config);
+}
+
+std::unique_ptr<session> topology_probe::connect_first_primary(const connection_config& config) {
+    const auto& traits = traits_of(config.kind);
     // MariaDB: each host in turn, in the URL's order; the first that accepts writes. A host
     // whose connect or topology check fails (down, a Galera node not synced, 1047) is skipped.
     std::string failures;
@@ -47,9 +52,8 @@ std::unique_ptr<session> database_impl::connect_checked(const connection_config&
         one.host = e.host;
         one.port = e.port;
         try {
-            m_connects_attempted.fetch_add(1, std::memory_order_relaxed);
-            auto s = watched(module.open_session(one, m_catalog));
-            const auto replica = check_topology(*s, endpoint_text(e));
+            auto s = m_open(one);
+            const auto replica = check(*s, endpoint_text(e));
             if (!replica)
                 return s;
             failures += "\n  " + *replica + ": a read-only replica";
@@ -73,7 +77,7 @@ std::unique_ptr<session> database_impl::connect_checked(const connection_config&
                 name, any_server_full ? traits.server_full_code : 0);
 }
 
-[[noreturn]] void database_impl::throw_read_only(const std::string& server) const {
+[[noreturn]] void topology_probe::throw_read_only(const std::string& server) const {
     const std::string name(traits().name);
     throw error(errc::topology,
                 name + ": " + m_config.redacted_url + " reached " + server + ", a read-only " +
@@ -85,11 +89,11 @@ std::unique_ptr<session> database_impl::connect_checked(const connection_config&
                 name);
 }
 
-std::optional<std::string> database_impl::check_topology(session& s, const std::string& endpoint) {
+std::optional<std::string> topology_probe::check(session& s, const std::string& endpoint) {
     if (s.behind_transaction_pooler())
         m_behind_pooler.store(true, std::memory_order_relaxed);
-    if (catalog().is_noop(statement::topology)) {
-        std::lock_guard lock(m_topology_mutex);
+    if (m_catalog.is_noop(statement::topology)) {
+        std::lock_guard lock(m_mutex);
         m_topology.server = m_config.path;
         return std::nullopt;
     }
@@ -103,7 +107,7 @@ std::optional<std::string> database_impl::check_topology(session& s, const std::
     s.rollback();
     if (r.rows.empty())
         throw error(errc::backend, "the topology check returned no row",
-                    std::string(to_string(kind())));
+                    std::string(to_string(m_config.kind)));
     const auto answer = topology_row::decode(r.rows.front());
     topology_info t;
     t.server = answer.server && !answer.server->empty() ? *answer.server : endpoint;
@@ -131,10 +135,16 @@ std::optional<std::string> database_impl::check_topology(session& s, const std::
     t.replicas = static_cast<int>(answer.replicas);
     t.synchronous = answer.synchronous;
     t.cluster_nodes = std::max<int>(1, static_cast<int>(answer.cluster_nodes));
-    const std::string where = std::string(to_string(kind())) + ": " + m_config.redacted_url;
-
     if (read_only)
         return t.server;
+    judge_replication(t, s);
+    std::lock_guard lock(m_mutex);
+    m_topology = std::move(t);
+    return std::nullopt;
+}
+
+void topology_probe::judge_replication(topology_info& t, const session& s) const {
+    const std::string where = std::string(to_string(m_config.kind)) + ": " + m_config.redacted_url;
     if (t.replicas > 0 && !t.synchronous) {
         const std::string why =
             t.server + " has " + plural(t.replicas, "replica", "replicas") +
@@ -144,7 +154,7 @@ std::optional<std::string> database_impl::check_topology(session& s, const std::
         if (m_options.require_synchronous_replication)
             throw error(errc::topology,
                         where + ": " + why + " (refused: require_synchronous_replication is set)",
-                        std::string(to_string(kind())));
+                        std::string(to_string(m_config.kind)));
         t.warnings.push_back("asynchronous replication: " + why);
     }
     t.transaction_pooler = s.behind_transaction_pooler();
@@ -160,42 +170,32 @@ std::optional<std::string> database_impl::check_topology(session& s, const std::
                              " nodes: select_for_update is refused (its row locks hold on one "
                              "node only); unique_key and optimistic_version are certified "
                              "cluster-wide");
-    std::lock_guard lock(m_topology_mutex);
-    m_topology = std::move(t);
-    return std::nullopt;
 }
 
-topology_info database_impl::topology() const {
-    std::lock_guard lock(m_topology_mutex);
+topology_info topology_probe::last_seen() const {
+    std::lock_guard lock(m_mutex);
     return m_topology;
 }
 
-void database_impl::require_row_locks_safe() const {
+void topology_probe::require_row_locks_safe() const {
     int nodes = 1;
     std::string server;
     {
-        std::lock_guard lock(m_topology_mutex);
+        std::lock_guard lock(m_mutex);
         nodes = m_topology.cluster_nodes;
         if (nodes > 1) // (runs at every acquire: copy only for the message)
             server = m_topology.server;
     }
     if (nodes > 1)
         throw error(errc::topology,
-                    std::string(to_string(kind())) + ": " + m_config.redacted_url + " reached " +
-                        server + ", a node of a " + std::string(traits().cluster_name) +
-                        " cluster of " + std::to_string(nodes) +
+                    std::string(to_string(m_config.kind)) + ": " + m_config.redacted_url +
+                        " reached " + server + ", a node of a " +
+                        std::string(traits().cluster_name) + " cluster of " +
+                        std::to_string(nodes) +
                         " nodes: select_for_update cannot lock there (a row lock holds on one "
                         "node only, so two nodes would grant the same lock). Use unique_key or "
                         "optimistic_version: their writes are certified cluster-wide",
-                    std::string(to_string(kind())));
+                    std::string(to_string(m_config.kind)));
 }
 
 } // namespace sqlock::detail
-
-namespace sqlock {
-
-topology_info database::topology() const {
-    return m_impl->topology();
-}
-
-} // namespace sqlock

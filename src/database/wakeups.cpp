@@ -1,7 +1,7 @@
 // Wake-ups: waiters of this process learn of local releases through the wake_hub and of
 // other processes' releases through notifications on their own session (PostgreSQL); local
 // turnstiles queue a process's own waiters for one name.
-#include "database/database_impl.hpp"
+#include "database/wakeups.hpp"
 
 #include <algorithm>
 
@@ -30,23 +30,20 @@ void wake_hub::wait(const std::string& name, std::uint64_t seen,
     });
 }
 
-bool database_impl::listen_for_releases(session& s) noexcept {
-    if (!notifies_releases())
-        return false;
+bool listen_on(session& s, const std::string& channel) noexcept {
     if (s.listening())
         return true;
     try {
-        return s.usable() && s.listen(m_options.table_prefix + "release");
+        return s.usable() && s.listen(channel);
     } catch (...) {
         return false; // the next attempt on this session reports what broke
     }
 }
 
-void database_impl::await_release(session* s, const std::string& name, std::uint64_t seen,
-                                  std::chrono::steady_clock::time_point until,
-                                  bool any_starting_with) {
+void wake_hub::await(session* s, const std::string& name, std::uint64_t seen,
+                     std::chrono::steady_clock::time_point until, bool any_starting_with) {
     if (!s || !s->listening()) {
-        m_wakeups.wait(name, seen, until);
+        wait(name, seen, until);
         return;
     }
     // Notifications arrive on `s`; a local unlock only moves the generation: look at both,
@@ -54,7 +51,7 @@ void database_impl::await_release(session* s, const std::string& name, std::uint
     constexpr auto slice = std::chrono::milliseconds(50);
     for (;;) {
         const auto now = std::chrono::steady_clock::now();
-        if (now >= until || m_wakeups.generation(name) != seen)
+        if (now >= until || generation(name) != seen)
             return;
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now);
         try {
@@ -88,8 +85,8 @@ void turnstile::leave() noexcept {
     m_cv.notify_one();
 }
 
-std::shared_ptr<turnstile> database_impl::local_gate(const std::string& name) {
-    std::lock_guard lock(m_gates_mutex);
+std::shared_ptr<turnstile> gate_table::gate(const std::string& name) {
+    std::lock_guard lock(m_mutex);
     auto& slot = m_gates[name];
     auto gate = slot.lock();
     if (!gate) {

@@ -2,6 +2,7 @@
 // keeper that renews it and watches its deadline.
 #pragma once
 
+#include "database/database_impl.hpp"
 #include "sqlock/mutex.hpp"
 #include "strategies/strategy.hpp"
 

@@ -32,7 +32,7 @@ namespace {
 
 /// The row of `name`; with `defer` (an acquire's request), also which of its defer_to locks
 /// are held, in the same statement. queue_busy is always false on SQLite (see ov_read.sql).
-std::optional<ov_read_row> read_row(database_impl& db, std::string_view name,
+std::optional<ov_read_row> read_row(lock_context& db, std::string_view name,
                                     const lock_request* defer = nullptr) {
     return decode_first<ov_read_row>(
         db.run(statement::ov_read, {name, defer ? defer->defer_param(0) : nullptr,
@@ -42,13 +42,13 @@ std::optional<ov_read_row> read_row(database_impl& db, std::string_view name,
 /// After a compare-and-set on a free row failed: when the row is a select_for_update lock
 /// (ov_acquire never takes one), throws (throw_kept_strategy). Otherwise another acquirer came
 /// first, and this returns.
-void refuse_other_strategy(database_impl& db, const lock_request& req) {
+void refuse_other_strategy(lock_context& db, const lock_request& req) {
     const auto found = decode_first<inspect_lock_row>(db.run(statement::inspect_lock, {req.name}));
     if (found && found->strategy == "select_for_update")
         throw_kept_strategy(db, req.name);
 }
 
-[[noreturn]] void throw_lost(const database_impl& db, const lock_request& req,
+[[noreturn]] void throw_lost(const lock_context& db, const lock_request& req,
                              const std::string& why) {
     throw error(errc::lock_lost,
                 "lock \"" + std::string(req.name) + "\" in " + db.config().redacted_url +
@@ -58,7 +58,7 @@ void refuse_other_strategy(database_impl& db, const lock_request& req) {
 
 class optimistic_version_strategy final : public lock_strategy {
 public:
-    std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
+    std::optional<grant> try_acquire(lock_context& db, const lock_request& req,
                                      std::chrono::milliseconds wait,
                                      attempt_state& state) override {
         return not_granted_on_conflict(state,
@@ -70,7 +70,7 @@ private:
     /// on PostgreSQL and MariaDB a lock() that may wait queues in the server like unique_key's
     /// waiters (strategies/queue_seat.hpp), and only the head of the line reads and sets the
     /// version. `wait` bounds one wait in that queue; the caller still polls between attempts.
-    std::optional<grant> attempt_in_turn(database_impl& db, const lock_request& req,
+    std::optional<grant> attempt_in_turn(lock_context& db, const lock_request& req,
                                          std::chrono::milliseconds wait, attempt_state& state) {
         const bool queue = wait != server_wait::none && !state.no_queue && db.queues_waiters();
         const bool inside =
@@ -115,7 +115,7 @@ private:
 public:
     /// One read and compare-and-set. `defer`: a free row is not taken while someone else is in
     /// the name's queue (row.queue_busy); that counts as contended.
-    std::optional<grant> attempt(database_impl& db, const lock_request& req, attempt_state& state,
+    std::optional<grant> attempt(lock_context& db, const lock_request& req, attempt_state& state,
                                  bool defer) {
         drop_if_stale(db, req, state); // a holder that stopped renewing for its whole TTL
         auto row = read_row(db, req.name, &req);
@@ -171,7 +171,7 @@ public:
         return grant{*token, 1, lease_end(sent, req.ttl), {}, {}};
     }
 
-    grant reenter(database_impl& db, const lock_request& req, const grant& held) override {
+    grant reenter(lock_context& db, const lock_request& req, const grant& held) override {
         const auto sent = std::chrono::steady_clock::now();
         const auto token = compare_and_set(
             db, statement::ov_reenter, req,
@@ -184,12 +184,12 @@ public:
         return g;
     }
 
-    grant renew(database_impl& db, const lock_request& req, const grant& held) override {
+    grant renew(lock_context& db, const lock_request& req, const grant& held) override {
         const route_scope via_seat(db, seat_session(held)); // one connection while queued
         return renew_lease(db, req, held); // a compare-and-set on our version, like release
     }
 
-    void release(database_impl& db, const lock_request& req, const grant& held) override {
+    void release(lock_context& db, const lock_request& req, const grant& held) override {
         const bool last = held.hold_count <= 1;
         // A hold that came through the server-side queue releases on its seat, then gives the
         // queue lock up (whatever the outcome), so the server hands the turn to the next in line.
@@ -239,7 +239,7 @@ public:
 
 private:
     /// Runs a compare-and-set; returns the row's token when it matched, nullopt otherwise.
-    static std::optional<std::int64_t> compare_and_set(database_impl& db, statement id,
+    static std::optional<std::int64_t> compare_and_set(lock_context& db, statement id,
                                                        const lock_request& req,
                                                        std::initializer_list<param> params) {
         const auto res = db.run(id, params);
@@ -254,7 +254,7 @@ private:
 
     /// The row's token when it is ours and held (read back after a CAS whose outcome the
     /// backend does not return, or whose reply was lost).
-    static std::optional<std::int64_t> confirmed_by_read(database_impl& db,
+    static std::optional<std::int64_t> confirmed_by_read(lock_context& db,
                                                          const lock_request& req) {
         const auto row = read_row(db, req.name);
         // An older row of ours (an earlier grant whose release failed) is not this outcome.

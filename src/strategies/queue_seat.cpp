@@ -1,7 +1,7 @@
 #include "strategies/queue_seat.hpp"
 
 #include "base/rows.hpp"
-#include "database/database_impl.hpp"
+#include "database/lock_context.hpp"
 
 #include <algorithm>
 
@@ -31,18 +31,18 @@ session* seat_session(const grant& held) noexcept {
     return held.seat && held.seat->usable() ? &held.seat->get() : nullptr;
 }
 
-std::chrono::milliseconds queue_step(const database_impl& db, std::chrono::milliseconds wait) {
+std::chrono::milliseconds queue_step(const lock_context& db, std::chrono::milliseconds wait) {
     auto step = (wait == server_wait::forever || wait > queue_step_limit) ? queue_step_limit : wait;
     if (const auto io = db.options().io_timeout; io.count() > 0) // within statement_timeout
         step = std::clamp(io / 2, std::chrono::milliseconds(1), step);
     return step;
 }
 
-bool open_seat(database_impl& db, const lock_request& req, attempt_state& state) {
+bool open_seat(lock_context& db, const lock_request& req, attempt_state& state) {
     if (state.seat)
         return true;
     try {
-        state.seat = std::make_shared<queue_seat>(db.shared_from_this(), std::string(req.name));
+        state.seat = std::make_shared<queue_seat>(db.shared_context(), std::string(req.name));
         return true;
     } catch (const error& e) {
         if (e.code() != errc::connection && e.code() != errc::timeout)
@@ -78,7 +78,7 @@ bool took_turn(const result& entered, attempt_state& state) {
     return true;
 }
 
-bool enter_queue(database_impl& db, const lock_request& req, std::chrono::milliseconds wait,
+bool enter_queue(lock_context& db, const lock_request& req, std::chrono::milliseconds wait,
                  attempt_state& state) {
     const auto items = queue_entry_items(req.name, queue_step(db, wait));
     if (!open_seat(db, req, state))

@@ -21,7 +21,7 @@ inline constexpr std::chrono::milliseconds queue_step_limit{1000};
 /// A pinned lock session that holds, or is about to hold, a name's queue lock.
 class queue_seat {
 public:
-    queue_seat(std::shared_ptr<database_impl> db, std::string name)
+    queue_seat(std::shared_ptr<lock_context> db, std::string name)
         : m_db(std::move(db)), m_name(std::move(name)), m_session(m_db->pin_seat(m_name)) {}
     ~queue_seat() { vacate(); }
     queue_seat(const queue_seat&) = delete;
@@ -42,7 +42,7 @@ public:
     void vacate() noexcept;
 
 private:
-    std::shared_ptr<database_impl> m_db;
+    std::shared_ptr<lock_context> m_db;
     std::string m_name;
     std::unique_ptr<session> m_session;
 };
@@ -53,12 +53,12 @@ session* seat_session(const grant& held) noexcept;
 /// How long one wait in the queue may last for an attempt allowed to wait `wait` (a positive
 /// duration or server_wait::forever): at most queue_step_limit, and within the session's
 /// statement timeout (half of io_timeout).
-std::chrono::milliseconds queue_step(const database_impl& db, std::chrono::milliseconds wait);
+std::chrono::milliseconds queue_step(const lock_context& db, std::chrono::milliseconds wait);
 
 /// Opens `state.seat` when it has none. False when the server refused one more connection
 /// (max_connections) or could not be reached: `state.no_queue` is then set, and the rest of
 /// the call waits by polling with the connections it has. Other errors are thrown.
-bool open_seat(database_impl& db, const lock_request& req, attempt_state& state);
+bool open_seat(lock_context& db, const lock_request& req, attempt_state& state);
 
 /// The statements that take `name`'s queue lock on a seat, waiting at most `step`: the wait
 /// is set, uk_queue_enter runs (items[queue_enter_item]), the wait is cleared (so that a
@@ -79,7 +79,7 @@ bool took_turn(const result& entered, attempt_state& state);
 /// queue step for an attempt allowed to wait `wait`. False when it was not our turn within it
 /// (noted in `state`) or no seat could be opened (state.no_queue: poll instead). Any other
 /// error closes the seat (and whatever lock it got) and is thrown.
-bool enter_queue(database_impl& db, const lock_request& req, std::chrono::milliseconds wait,
+bool enter_queue(lock_context& db, const lock_request& req, std::chrono::milliseconds wait,
                  attempt_state& state);
 
 /// The queue's wait for its turn ran out (the head may have stopped): the seat is outside,

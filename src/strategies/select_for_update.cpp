@@ -48,7 +48,7 @@ class select_for_update_strategy final : public lock_strategy {
     /// The lock itself carries no token (SQLite lock files): the name's row first (status lists
     /// the lock by it; once per mutex), then a token, committed on its own so no later grant
     /// can ever get a smaller one. Throws sqlock::error.
-    std::int64_t draw_token(database_impl& db, const lock_request& req) {
+    std::int64_t draw_token(lock_context& db, const lock_request& req) {
         if (!m_row_known.load(std::memory_order_relaxed)) {
             db.run(statement::fu_create_row, {req.name});
             m_row_known.store(true, std::memory_order_relaxed);
@@ -58,7 +58,7 @@ class select_for_update_strategy final : public lock_strategy {
 
     /// The name's lock session, with the durable token mark raised on it where this handle's
     /// next tokens may not be covered (from `reserve_from`). Throws sqlock::error (unpinned).
-    static std::unique_ptr<session> pin_reserved(database_impl& db, const lock_request& req,
+    static std::unique_ptr<session> pin_reserved(lock_context& db, const lock_request& req,
                                                  std::int64_t reserve_from) {
         auto s = db.pin(req.name);
         try {
@@ -73,7 +73,7 @@ class select_for_update_strategy final : public lock_strategy {
     /// The lock's batch on `s`: fu_wait, fu_begin, fu_session, fu_lock[_nowait]. nullopt when
     /// the lock stayed held by someone else for all of `wait` (`s` given back); other errors
     /// are thrown with the database's context (`s` given back too).
-    static std::optional<std::vector<result>> send_lock_batch(database_impl& db,
+    static std::optional<std::vector<result>> send_lock_batch(lock_context& db,
                                                               const lock_request& req,
                                                               std::unique_ptr<session>& s,
                                                               std::chrono::milliseconds wait) {
@@ -101,7 +101,7 @@ class select_for_update_strategy final : public lock_strategy {
 public:
     bool waits_server_side() const noexcept override { return true; }
 
-    std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
+    std::optional<grant> try_acquire(lock_context& db, const lock_request& req,
                                      std::chrono::milliseconds wait,
                                      attempt_state& state) override {
         wait = clamp_to_io_timeout(db, wait);
@@ -182,7 +182,7 @@ public:
         }
     }
 
-    grant reenter(database_impl& db, const lock_request& req, const grant& held) override {
+    grant reenter(lock_context& db, const lock_request& req, const grant& held) override {
         grant g = held;
         const auto sent = std::chrono::steady_clock::now();
         try {
@@ -200,7 +200,7 @@ public:
         return g;
     }
 
-    grant renew(database_impl& db, const lock_request& req, const grant& held) override {
+    grant renew(lock_context& db, const lock_request& req, const grant& held) override {
         // Any statement restarts the server's idle-in-transaction timer; fu_check also proves
         // the session (and so the lock) is still there.
         grant g = reenter(db, req, held);
@@ -208,7 +208,7 @@ public:
         return g;
     }
 
-    void release(database_impl& db, const lock_request& req, const grant& held) override {
+    void release(lock_context& db, const lock_request& req, const grant& held) override {
         if (held.hold_count > 1)
             return; // re-entrant holds share the one transaction
         try {
@@ -230,9 +230,8 @@ private:
     /// committed after: MariaDB lock sessions run with autocommit off), so that it needs no
     /// second connection, then hands `s` back. SQLite lock sessions are on the name's lock
     /// file, so there it runs on the pool. Throws sqlock::error.
-    static void run_beside_lock(database_impl& db, std::string_view name,
-                                std::unique_ptr<session> s, statement id,
-                                std::initializer_list<param> params) {
+    static void run_beside_lock(lock_context& db, std::string_view name, std::unique_ptr<session> s,
+                                statement id, std::initializer_list<param> params) {
         if (!db.lock_sessions_reach_tables()) {
             db.unpin(name, std::move(s));
             db.run(id, params);
@@ -250,7 +249,7 @@ private:
         db.unpin(name, std::move(s));
     }
 
-    static std::chrono::milliseconds clamp_to_io_timeout(const database_impl& db,
+    static std::chrono::milliseconds clamp_to_io_timeout(const lock_context& db,
                                                          std::chrono::milliseconds wait) {
         const auto io = db.options().io_timeout;
         if (io.count() <= 0 || wait == server_wait::none)
@@ -260,9 +259,9 @@ private:
     }
 
     /// Shares a pinned session; the last copy hands it back to the database.
-    static std::shared_ptr<session> pin_shared(database_impl& db, std::string_view name,
+    static std::shared_ptr<session> pin_shared(lock_context& db, std::string_view name,
                                                std::unique_ptr<session> s) {
-        auto owner = db.shared_from_this();
+        auto owner = db.shared_context();
         return std::shared_ptr<session>(s.release(), [owner, name = std::string(name)](session* p) {
             owner->unpin(name, std::unique_ptr<session>(p));
         });

@@ -25,7 +25,7 @@ void note_sighting(attempt_state& state, std::int64_t token, std::int64_t lease_
     observe(state.sighting, token, lease_seq, ttl, own_ttl, std::chrono::steady_clock::now());
 }
 
-bool drop_if_stale(database_impl& db, const lock_request& req, attempt_state& state) {
+bool drop_if_stale(lock_context& db, const lock_request& req, attempt_state& state) {
     if (!state.sighting || std::chrono::steady_clock::now() < stale_after(*state.sighting))
         return false;
     const auto seen = *state.sighting;
@@ -34,7 +34,7 @@ bool drop_if_stale(database_impl& db, const lock_request& req, attempt_state& st
                .affected_rows > 0;
 }
 
-unsigned held_defer_locks(database_impl& db, const lock_request& req) {
+unsigned held_defer_locks(lock_context& db, const lock_request& req) {
     if (!req.defers())
         return 0;
     unsigned held = 0;
@@ -47,7 +47,7 @@ unsigned held_defer_locks(database_impl& db, const lock_request& req) {
     return held;
 }
 
-grant renew_lease(database_impl& db, const lock_request& req, const grant& held) {
+grant renew_lease(lock_context& db, const lock_request& req, const grant& held) {
     auto sent = std::chrono::steady_clock::now();
     result res;
     // A conflict (1213: on Galera, a concurrent write to our row certified first) rolled the
@@ -85,8 +85,8 @@ grant renew_lease(database_impl& db, const lock_request& req, const grant& held)
     return g;
 }
 
-std::optional<grant> adopt_lost_grant(database_impl& db, const lock_request& req,
-                                      std::int64_t token, std::int64_t hold_count) {
+std::optional<grant> adopt_lost_grant(lock_context& db, const lock_request& req, std::int64_t token,
+                                      std::int64_t hold_count) {
     try {
         return renew_lease(db, req, grant{token, hold_count, {}, {}, {}});
     } catch (const error& e) {
@@ -96,7 +96,7 @@ std::optional<grant> adopt_lost_grant(database_impl& db, const lock_request& req
     }
 }
 
-void throw_kept_strategy(const database_impl& db, std::string_view name) {
+void throw_kept_strategy(const lock_context& db, std::string_view name) {
     throw error(errc::invalid_argument,
                 "lock \"" + std::string(name) + "\" in " + db.config().redacted_url +
                     " is a select_for_update lock: a name keeps the strategy it was first "

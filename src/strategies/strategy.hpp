@@ -1,9 +1,9 @@
-// Internal: the lock protocol of one strategy, written once against database_impl/session.
+// Internal: the lock protocol of one strategy, written once against lock_context/session.
 // A strategy never sees backend types; dialect differences live in sql/<backend>/*.sql.
 #pragma once
 
 #include "base/sighting.hpp"
-#include "database/database_impl.hpp"
+#include "database/lock_context.hpp"
 #include "sqlock/mutex.hpp"
 
 #include <array>
@@ -106,7 +106,7 @@ struct lock_request {
 /// Which of `req.defer_to` another owner holds (a bit per entry, as attempt_state::deferred),
 /// read with waiters_check: for strategies and backends whose acquire statement cannot say.
 /// 0 when `req` defers to nothing. Throws sqlock::error.
-unsigned held_defer_locks(database_impl& db, const lock_request& req);
+unsigned held_defer_locks(lock_context& db, const lock_request& req);
 
 /// Records that the lease of `req.name` was held by someone else with (token, lease_seq) in a
 /// reply received just now (ttl: the holder's TTL; 0 for rows written before schema 5, which
@@ -117,14 +117,14 @@ void note_sighting(attempt_state& state, std::int64_t token, std::int64_t lease_
 /// When `state`'s sighting has lasted its holder's TTL (stale_after), deletes that lease if it
 /// is still unchanged (drop_stale_lease) and forgets the sighting. Returns true when a lease
 /// was dropped (the caller should try again at once). Throws sqlock::error.
-bool drop_if_stale(database_impl& db, const lock_request& req, attempt_state& state);
+bool drop_if_stale(lock_context& db, const lock_request& req, attempt_state& state);
 
 /// Reads back (`read`) what happened to a release whose reply was lost. While the database
 /// cannot be reached (a failover in progress, say) it asks again, with a growing pause, until
 /// the grant's local end or connect_timeout from now, whichever comes first: past the former
 /// the lease ends by itself anyway. Then rethrows the connection error.
 template <typename Read>
-auto read_back_release(database_impl& db, const grant& held, Read&& read) {
+auto read_back_release(lock_context& db, const grant& held, Read&& read) {
     const auto now = std::chrono::steady_clock::now();
     const auto limit = std::min(held.valid_until, now + db.options().connect_timeout);
     auto pause = std::chrono::milliseconds(25);
@@ -185,7 +185,7 @@ public:
     /// caller polls. `state` lives as long as the caller's lock() call: a strategy may keep
     /// a place in a server-side queue there between attempts (the caller still sleeps between
     /// them). Throws sqlock::error; connection errors are retryable.
-    virtual std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
+    virtual std::optional<grant> try_acquire(lock_context& db, const lock_request& req,
                                              std::chrono::milliseconds wait,
                                              attempt_state& state) = 0;
 
@@ -196,17 +196,17 @@ public:
     /// Re-entry by the current holder: returns the grant with its new hold count and validity.
     /// Throws errc::lock_lost when the grant `held` is no longer ours (expired or taken over):
     /// it is never resurrected.
-    virtual grant reenter(database_impl& db, const lock_request& req, const grant& held) = 0;
+    virtual grant reenter(lock_context& db, const lock_request& req, const grant& held) = 0;
 
     /// Keeps `held` alive for another ttl (lease strategies: extends the lease; select_for_update:
     /// proves the session alive, restarting the server's idle timer). Returns the grant with
     /// its new validity. Throws errc::lock_lost when it is no longer ours; other errors when
     /// the outcome is unknown (the caller retries until the lease's local end).
-    virtual grant renew(database_impl& db, const lock_request& req, const grant& held) = 0;
+    virtual grant renew(lock_context& db, const lock_request& req, const grant& held) = 0;
 
     /// Gives back one hold of `held` (the last one deletes the lease). Throws errc::lock_lost
     /// when the row is no longer ours, other sqlock::error when the outcome is unknown.
-    virtual void release(database_impl& db, const lock_request& req, const grant& held) = 0;
+    virtual void release(lock_context& db, const lock_request& req, const grant& held) = 0;
 };
 
 /// The implementation of `s`; throws errc::unsupported for strategies not built yet.
@@ -216,18 +216,18 @@ std::unique_ptr<lock_strategy> make_strategy(strategy s, backend_kind backend);
 /// strategy ever takes (its holder is whoever has the row or lock file locked, not its owner
 /// column), so waiting for it would never end. A name keeps the strategy it was first locked
 /// with.
-[[noreturn]] void throw_kept_strategy(const database_impl& db, std::string_view name);
+[[noreturn]] void throw_kept_strategy(const lock_context& db, std::string_view name);
 
 /// Lease renewal shared by unique_key and optimistic_version (statement renew_lease).
-grant renew_lease(database_impl& db, const lock_request& req, const grant& held);
+grant renew_lease(lock_context& db, const lock_request& req, const grant& held);
 
 /// A lease row of `req.owner` with a token newer than `req.last_token`, found instead of an
 /// answer: the grant of an attempt of this lock whose reply was lost. Its lease started when
 /// that statement ran, at a moment we never saw, so it is renewed at once (renew_lease) and
 /// the grant's local end counts from the renewal. nullopt when it was dropped meanwhile (lost
 /// before anyone learnt of it). Throws sqlock::error when the renewal's outcome is unknown.
-std::optional<grant> adopt_lost_grant(database_impl& db, const lock_request& req,
-                                      std::int64_t token, std::int64_t hold_count);
+std::optional<grant> adopt_lost_grant(lock_context& db, const lock_request& req, std::int64_t token,
+                                      std::int64_t hold_count);
 
 std::unique_ptr<lock_strategy> make_unique_key_strategy();
 std::unique_ptr<lock_strategy> make_select_for_update_strategy();

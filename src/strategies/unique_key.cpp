@@ -35,7 +35,7 @@ namespace sqlock::detail {
 namespace {
 
 /// The row of lock `name` (inspect_lock), if there is one.
-std::optional<inspect_lock_row> inspect(database_impl& db, std::string_view name) {
+std::optional<inspect_lock_row> inspect(lock_context& db, std::string_view name) {
     return decode_first<inspect_lock_row>(db.run(statement::inspect_lock, {name}));
 }
 
@@ -50,7 +50,7 @@ using acquire_reply = std::optional<acquire_unique_key_row>;
 /// held by someone else (PostgreSQL and MariaDB return the current row); where it returns none
 /// (SQLite: in process, no round trip) the row is read. Owner ids name one mutex object and
 /// thread (base/owner.hpp), so no other lock() can have made that row.
-std::optional<grant> adopt_or_note(database_impl& db, const lock_request& req,
+std::optional<grant> adopt_or_note(lock_context& db, const lock_request& req,
                                    const acquire_reply& reply, attempt_state* state) {
     using std::chrono::milliseconds;
     std::int64_t token = 0, hold_count = 0, lease_seq = 0, ttl_ms = 0;
@@ -80,7 +80,7 @@ std::optional<grant> adopt_or_note(database_impl& db, const lock_request& req,
     return std::nullopt;
 }
 
-[[noreturn]] void throw_lost(const database_impl& db, const lock_request& req, std::string why) {
+[[noreturn]] void throw_lost(const lock_context& db, const lock_request& req, std::string why) {
     throw error(errc::lock_lost,
                 "lock \"" + std::string(req.name) + "\" in " + db.config().redacted_url +
                     " was lost: " + why,
@@ -113,13 +113,13 @@ std::optional<grant> granted(const acquire_reply& reply, std::chrono::steady_clo
 
 class unique_key_strategy final : public lock_strategy {
 public:
-    std::optional<grant> try_acquire(database_impl& db, const lock_request& req,
+    std::optional<grant> try_acquire(lock_context& db, const lock_request& req,
                                      std::chrono::milliseconds wait,
                                      attempt_state& state) override {
         return not_granted_on_conflict(state, [&] { return attempt(db, req, wait, state); });
     }
 
-    grant reenter(database_impl& db, const lock_request& req, const grant& held) override {
+    grant reenter(lock_context& db, const lock_request& req, const grant& held) override {
         const route_scope via_seat(db, seat_session(held));
         auto g = acquire_statement(db, req, held.token, nullptr, false);
         if (!g || g->token != held.token)
@@ -129,7 +129,7 @@ public:
     }
 
 private:
-    std::optional<grant> attempt(database_impl& db, const lock_request& req,
+    std::optional<grant> attempt(lock_context& db, const lock_request& req,
                                  std::chrono::milliseconds wait, attempt_state& state) {
         // While this call has a seat, its statements share the seat's connection (routed
         // only where nothing can close the seat meanwhile).
@@ -140,7 +140,7 @@ private:
         if (state.seat && state.seat->where == queue_seat::place::inside)
             return retry_at_head(db, req, state); // first in line since an earlier attempt
         // The queue's seats hold session-level locks: not behind a transaction pooler, not on
-        // Galera (database_impl::queues_waiters()).
+        // Galera (lock_context::queues_waiters()).
         const bool queue = wait != server_wait::none && !state.no_queue && db.queues_waiters();
         if (queue && state.queue_first)
             return queue_up(db, req, wait, state);
@@ -160,12 +160,12 @@ private:
     }
 
 public:
-    grant renew(database_impl& db, const lock_request& req, const grant& held) override {
+    grant renew(lock_context& db, const lock_request& req, const grant& held) override {
         const route_scope via_seat(db, seat_session(held));
         return renew_lease(db, req, held);
     }
 
-    void release(database_impl& db, const lock_request& req, const grant& held) override {
+    void release(lock_context& db, const lock_request& req, const grant& held) override {
         const bool last = held.hold_count <= 1;
         // A hold that came through the server-side queue is released on its seat, which then
         // passes the queue on; if that session turns out dead, through the pool like any other.
@@ -219,7 +219,7 @@ private:
     /// Runs `attempt`; when its reply was lost (connection error) reads the row back: a grant
     /// that happened is kept, one that did not is reported as the connection error.
     template <typename Attempt>
-    static std::optional<grant> resolving_doubt(database_impl& db, const lock_request& req,
+    static std::optional<grant> resolving_doubt(lock_context& db, const lock_request& req,
                                                 Attempt&& attempt) {
         try {
             return attempt();
@@ -244,7 +244,7 @@ private:
 
     /// One acquire (held_token: a re-entry; defer: see acquire_item). Not granted: notes the
     /// holder in `state`, if given.
-    static std::optional<grant> acquire_statement(database_impl& db, const lock_request& req,
+    static std::optional<grant> acquire_statement(lock_context& db, const lock_request& req,
                                                   param held_token, attempt_state* state,
                                                   bool defer) {
         // Twice at most: a backend whose INSERT branch only creates a free row (MariaDB, so
@@ -287,7 +287,7 @@ private:
     /// (one pipelined round trip). Returns the grant, or nullopt: the lease is still held (the
     /// seat stays first in line for the next attempt) or the wait ended first (the seat stays
     /// outside, ready for another try).
-    static std::optional<grant> queue_up(database_impl& db, const lock_request& req,
+    static std::optional<grant> queue_up(lock_context& db, const lock_request& req,
                                          std::chrono::milliseconds wait, attempt_state& state) {
         const auto entry = queue_entry_items(req.name, queue_step(db, wait));
         // The server refused one more connection (max_connections) or could not be reached:
@@ -348,7 +348,7 @@ private:
 
     /// First in line already: the lease is held by someone who did not queue (or whose queue
     /// seat died). Tries it again on the seat, keeping the place.
-    static std::optional<grant> retry_at_head(database_impl& db, const lock_request& req,
+    static std::optional<grant> retry_at_head(lock_context& db, const lock_request& req,
                                               attempt_state& state) {
         const auto sent = std::chrono::steady_clock::now();
         auto g = resolving_doubt(db, req, [&]() -> std::optional<grant> {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The architecture checker's own test: a small tree with one of each thing it must catch (an
 include running up a layer, a circle, a backend switch outside src/backends, a long function,
-positional row access), beside clean code that must pass. Exit 0 when each is caught and
+positional row access, a strategy including the whole database handle), beside clean code that must pass. Exit 0 when each is caught and
 nothing else is reported."""
 import os
 import subprocess
@@ -22,6 +22,9 @@ TREE = {
     "src/database/gate.hpp": '#pragma once\n#include "database/pool.hpp"\nstruct gate {};\n',
     # a backend switch, a long function and a row read by position, in a strategy
     "src/strategies/lease.hpp": "#pragma once\nint lease(int kind);\n",
+    # a strategy that reaches past its narrow context
+    "src/database/database_impl.hpp": "#pragma once\nstruct database_impl {};\n",
+    "src/strategies/renew.cpp": '#include "database/database_impl.hpp"\nint renew() { return 0; }\n',
     "src/strategies/lease.cpp": (
         '#include "strategies/lease.hpp"\n'
         "// Comments may say PostgreSQL or SQLite: only code is checked.\n"
@@ -51,6 +54,7 @@ EXPECTED = {
     ("backend", "src/strategies/lease.cpp"),
     ("long", "src/strategies/lease.cpp"),
     ("rows", "src/strategies/lease.cpp"),
+    ("sealed", "src/strategies/renew.cpp"),
 }
 
 

@@ -190,6 +190,7 @@ def check_includes(root, files, config, findings):
                 if m.group(1) not in config.get("generated_includes", []):
                     findings.append(Finding("layer", path, number, m.group(1), f'"{m.group(1)}" is not found'))
                 continue
+            check_sealed(config, path, number, target, findings)
             theirs = layer_of(target, layers)
             if mine is not None and theirs is not None and theirs != 0 and (mine == 0 or theirs > mine):
                 findings.append(Finding("layer", path, number, target,
@@ -202,6 +203,15 @@ def check_includes(root, files, config, findings):
         path, number = first_line[(circle[0], circle[1])]
         findings.append(Finding("circle", path, number, " > ".join(sorted(circle)),
                                 "units include each other: " + " -> ".join(circle + [circle[0]])))
+
+
+def check_sealed(config, path, number, target, findings):
+    """A header some layers may not include although it is below them (a strategy sees the
+    narrow lock_context, never the whole database handle)."""
+    for rule in config.get("sealed_headers", []):
+        if target == rule["header"] and under(path, rule["not_from"]):
+            findings.append(Finding("sealed", path, number, target,
+                                    f"{path} includes {target}: {rule['why']}"))
 
 
 def circles(edges):
