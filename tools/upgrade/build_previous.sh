@@ -108,6 +108,7 @@ main() {
         die "$tag ($commit) is neither in the cache ($dest) nor in this checkout's git" \
             "(a shallow clone?): fetch it (git fetch origin tag $tag) and run this again"
     say "building $tag ($commit) into $dest"
+    rm -rf "$cache/.build-$commit".* # left by a build that was killed (we hold its lock)
     work=$(mktemp -d "$cache/.build-$commit.XXXXXX")
     trap 'rm -rf "$work"' EXIT
     build_release "$work"
