@@ -49,7 +49,8 @@ failures=0
 fail() { echo "cross_release: FAILED: $*"; failures=$((failures + 1)); }
 die() { echo "cross_release: $*" >&2; exit 1; }
 
-# Set per scenario: url, prefix (of the tables), here (its folder), label; per check: s.
+# Set per scenario: url, prefix (of the tables), here (its folder), label, backend_name; per
+# check: s (the strategy); once: old_version (the old CLI's, "0.2.0").
 url="" prefix="" here="" label="" s="" backend_name="" old_version=""
 sq() { "${cli[$1]}" --url "$url" --table-prefix "$prefix" "${@:2}"; } # sq old|new ARGS...
 
@@ -145,6 +146,7 @@ mutex_loop() {
     done
 }
 
+# check_mutex: every run of mutex_check exited 0 and was granted alone, tokens increasing.
 check_mutex() {
     local log=$here/mx-$s.log what="$label $s mutex" want=$((6 * rounds)) got
     no_violations "$log" "$what"
@@ -158,6 +160,7 @@ check_mutex() {
         "$(tail -n1 "$log" | cut -d' ' -f1)"
 }
 
+# mutex_check: 3 old and 3 new mutex_loops at once on lock mx-$s, then check_mutex.
 mutex_check() {
     local pids=() v
     : >"$here/mx-$s.log"
@@ -176,7 +179,8 @@ mutex_check() {
 # CLI is allowed none. Drop an entry when the previous release is past its VERSION.
 known_defects=(
     # A job's BEGIN IMMEDIATE, right after its lock was granted, kept the 10 ms busy timeout of
-    # the lock attempt on its pooled session: 1 to 6 rounds in 100 of 6 firings at once.
+    # the lock attempt on its pooled session: 1 to 6 rounds in 100 of 6 firings at once. Fixed
+    # after 0.2.0 (sqlite_session::begin applies the caller's limit, else the full timeout).
     "0.2.0|sqlite|70|sqlite: database is locked (script, code 5"
 )
 
@@ -274,6 +278,8 @@ check_job() {
         "skipped$( ((known == 0)) || echo ", $known firings of the old CLI hit its known defect")"
 }
 
+# jobs_check: jobs job-$s (slots s1 to s3, the first run of s2 failing) and cron-$s (one
+# slot of a day), 3 old and 3 new firings per slot, then check_job on each.
 jobs_check() {
     local log=$here/job-$s.log cron=$here/cron-$s.log k fail_once
     : >"$log"
