@@ -114,7 +114,7 @@ database_impl::database_impl(connection_config config, const connect_options& op
          {"locks", "token_seq", "token_counter", "migrations", "locks_expires_idx",
           "locks_token_on_insert", "holds", "audit", "locks_token_on_update", "token_hwm",
           "token_incarnation", "recover_tokens", "clock_steps", "jobs", "job_runs",
-          "job_runs_slot_idx", "job_runs_started_idx", "job_runs_prune_idx"}) {
+          "job_runs_slot_idx", "job_runs_started_idx", "job_runs_prune_idx", "quorum"}) {
         m_identifiers.emplace_back(table, quote_identifier(m_config.kind, prefix + table));
     }
     m_locks_table = prefix + "locks";
