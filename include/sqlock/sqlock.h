@@ -108,7 +108,7 @@
 #define SQLOCK_C_API_VERSION (SQLOCK_C_API_VERSION_MAJOR * 1000 + SQLOCK_C_API_VERSION_MINOR)
 
 /** timeout_ms of a wait that blocks until granted (or cancelled). */
-#define SQLOCK_WAIT_FOREVER ((int64_t)-1)
+#define SQLOCK_WAIT_FOREVER INT64_C(-1)
 /** The longest a wait with a ::sqlock_cancel takes to notice a cancel request, in ms. */
 #define SQLOCK_CANCEL_CHECK_MS 200
 
