@@ -31,6 +31,13 @@ int fail(sqlock_error** err, int code, const char* message) noexcept;
 /// The same for a sqlock::error: its category, message, SQLSTATE, native code and backend.
 int fail(sqlock_error** err, const error& e) noexcept;
 
+/// What a message is about: "lock \"NAME\"" (kind "lock"), made only when a message is.
+struct subject {
+    const char* kind;
+    const std::string& name;
+    std::string text() const { return std::string(kind) + " \"" + name + "\""; }
+};
+
 /// Throws errc::invalid_argument "`what` must not be NULL" when `p` is null.
 void require(const void* p, const char* what);
 

@@ -64,7 +64,7 @@ int sqlock_leader_campaign(sqlock_leader* leader, int64_t timeout_ms, sqlock_can
         int rc = SQLOCK_OK;
         if (!e.is_leader()) {
             const grant_wait wait{[&](steady_time deadline) { return campaign_until(e, deadline); },
-                                  [&] { e.resign(); }, "election \"" + e.name() + "\""};
+                                  [&] { e.resign(); }, subject{"election", e.name()}};
             rc = wait_for_grant(wait, timeout_ms, cancel, err);
         }
         if (rc == SQLOCK_OK && term)

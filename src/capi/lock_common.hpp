@@ -28,29 +28,24 @@ int open_lock(Handle** out, sqlock_db* db, const char* name, const sqlock_lock_o
     });
 }
 
-/// The result of releasing a hold of `what` ("lock \"NAME\""): SQLOCK_E_LOCK_LOST when the
-/// grant was known lost before (`before`), or when this was its last hold and the release
-/// found it lost (`ended`); else SQLOCK_OK.
-inline int release_outcome(const std::string& what, loss_reason before, bool last,
-                           loss_reason ended, sqlock_error** err) {
+/// The result of releasing a hold of `what`: SQLOCK_E_LOCK_LOST when the grant was known lost
+/// before (`before`), or when this was its last hold and the release found it lost (`ended`);
+/// else SQLOCK_OK.
+inline int release_outcome(const subject& what, loss_reason before, bool last, loss_reason ended,
+                           sqlock_error** err) {
     if (before == loss_reason::none && (!last || ended == loss_reason::none))
         return SQLOCK_OK;
     const auto why = before != loss_reason::none ? before : ended;
     return fail(err, SQLOCK_E_LOCK_LOST,
-                (what + " was lost while held (" + std::string(to_string(why)) +
+                (what.text() + " was lost while held (" + std::string(to_string(why)) +
                  "): the critical section may have overlapped another holder's")
                     .c_str());
 }
 
 /// SQLOCK_E_INVALID_ARGUMENT: `what` released by a thread that does not hold it.
-inline int not_held(const std::string& what, sqlock_error** err) {
+inline int not_held(const subject& what, sqlock_error** err) {
     return fail(err, SQLOCK_E_INVALID_ARGUMENT,
-                ("release of " + what + " by a thread that does not hold it").c_str());
-}
-
-/// "lock \"NAME\"", for messages.
-inline std::string lock_text(const std::string& name) {
-    return "lock \"" + name + "\"";
+                ("release of " + what.text() + " by a thread that does not hold it").c_str());
 }
 
 } // namespace sqlock::capi

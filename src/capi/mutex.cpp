@@ -25,7 +25,7 @@ int sqlock_mutex_lock(sqlock_mutex* mutex, int64_t timeout_ms, sqlock_cancel* ca
         require(mutex, "mutex");
         auto& m = *mutex->lock;
         const grant_wait wait{[&](steady_time deadline) { return m.try_lock_until(deadline); },
-                              [&] { m.unlock(); }, lock_text(m.name())};
+                              [&] { m.unlock(); }, subject{"lock", m.name()}};
         const int rc = wait_for_grant(wait, timeout_ms, cancel, err);
         if (rc == SQLOCK_OK && token)
             *token = m.token();
@@ -37,12 +37,13 @@ int sqlock_mutex_unlock(sqlock_mutex* mutex, sqlock_error** err) {
     return guarded(err, [&] {
         require(mutex, "mutex");
         auto& m = *mutex->lock;
+        const subject what{"lock", m.name()};
         const auto holds = m.hold_count();
         if (holds == 0)
-            return not_held(lock_text(m.name()), err);
+            return not_held(what, err);
         const auto before = m.lost_reason();
         m.unlock();
-        return release_outcome(lock_text(m.name()), before, holds == 1, m.last_loss(), err);
+        return release_outcome(what, before, holds == 1, m.last_loss(), err);
     });
 }
 

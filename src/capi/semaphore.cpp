@@ -25,7 +25,7 @@ int sqlock_semaphore_acquire(sqlock_semaphore* semaphore, int64_t timeout_ms, sq
         require(semaphore, "semaphore");
         auto& s = *semaphore->lock;
         const grant_wait wait{[&](steady_time deadline) { return s.try_acquire_until(deadline); },
-                              [&] { s.release(); }, "semaphore \"" + s.name() + "\""};
+                              [&] { s.release(); }, subject{"semaphore", s.name()}};
         const int rc = wait_for_grant(wait, timeout_ms, cancel, err);
         if (rc == SQLOCK_OK && token)
             *token = s.token();
@@ -37,7 +37,7 @@ int sqlock_semaphore_release(sqlock_semaphore* semaphore, sqlock_error** err) {
     return guarded(err, [&] {
         require(semaphore, "semaphore");
         auto& s = *semaphore->lock;
-        const auto what = "a permit of semaphore \"" + s.name() + "\"";
+        const subject what{"a permit of semaphore", s.name()};
         const auto holds = s.hold_count();
         if (holds == 0)
             return not_held(what, err);

@@ -23,7 +23,7 @@ int release(sqlock_shared_mutex* mutex, sqlock_error** err, Release release) {
     return guarded(err, [&] {
         require(mutex, "mutex");
         auto& m = *mutex->lock;
-        const auto what = "reader-writer lock \"" + m.name() + "\"";
+        const subject what{"reader-writer lock", m.name()};
         if (!holds_any(m))
             return not_held(what, err);
         const auto before = m.lost_reason();
@@ -57,7 +57,7 @@ int sqlock_shared_mutex_lock(sqlock_shared_mutex* mutex, int64_t timeout_ms, sql
         require(mutex, "mutex");
         auto& m = *mutex->lock;
         const grant_wait wait{[&](steady_time deadline) { return m.try_lock_until(deadline); },
-                              [&] { m.unlock(); }, "reader-writer lock \"" + m.name() + "\""};
+                              [&] { m.unlock(); }, subject{"reader-writer lock", m.name()}};
         const int rc = wait_for_grant(wait, timeout_ms, cancel, err);
         if (rc == SQLOCK_OK && token)
             *token = m.token();
@@ -76,7 +76,7 @@ int sqlock_shared_mutex_lock_shared(sqlock_shared_mutex* mutex, int64_t timeout_
         auto& m = *mutex->lock;
         const grant_wait wait{
             [&](steady_time deadline) { return m.try_lock_shared_until(deadline); },
-            [&] { m.unlock_shared(); }, "reader-writer lock \"" + m.name() + "\" (shared)"};
+            [&] { m.unlock_shared(); }, subject{"shared lock of reader-writer lock", m.name()}};
         const int rc = wait_for_grant(wait, timeout_ms, cancel, err);
         if (rc == SQLOCK_OK && token)
             *token = m.token();

@@ -26,7 +26,8 @@ steady_time deadline_of(std::int64_t timeout_ms) {
 }
 
 int canceled(const grant_wait& wait, sqlock_error** err) {
-    return fail(err, SQLOCK_E_CANCELED, ("the wait for " + wait.what + " was cancelled").c_str());
+    return fail(err, SQLOCK_E_CANCELED,
+                ("the wait for " + wait.what.text() + " was cancelled").c_str());
 }
 
 /// One slice of a cancellable wait: an attempt until the slice's end. A server that refused

@@ -1,6 +1,7 @@
 // Internal: how the C API's waiting calls honour timeout_ms and a cancel token.
 #pragma once
 
+#include "capi/errors.hpp"
 #include "sqlock/sqlock.h"
 
 #include <atomic>
@@ -26,8 +27,8 @@ struct grant_wait {
     std::function<bool(steady_time deadline)> attempt;
     /// Gives back the grant `attempt` just made (a cancel came first). Never throws.
     std::function<void()> give_back;
-    /// "lock \"NAME\"", for the cancel message.
-    std::string what;
+    /// What is waited for, for the cancel message.
+    subject what;
 };
 
 /// Runs `wait` as sqlock.h's "Waiting and cancelling" says: SQLOCK_OK (granted),
