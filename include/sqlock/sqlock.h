@@ -11,7 +11,8 @@
  * @par Conventions (every function)
  * - Results: functions return an @c int that is one of ::sqlock_code: ::SQLOCK_OK (0), a
  *   positive outcome that is not a failure (::SQLOCK_NOT_GRANTED), or a negative error code.
- *   Results go to out-parameters (first), which are written only on ::SQLOCK_OK.
+ *   Out-parameters (the new handle of an `*_open` comes first, a token last but one) are
+ *   written only on ::SQLOCK_OK.
  * - Errors: the last parameter, `sqlock_error **err`, receives the details of a failure as an
  *   error object owned by the caller (free it with sqlock_error_free()); *err is set to NULL
  *   when the call does not fail. @p err may be NULL when the code is enough. The previous value
@@ -69,8 +70,9 @@
  * cancel token keeps its place).
  *
  * @par Callbacks
- * The lost and at-risk callbacks of a lock run on sqlock's background thread (one per
- * process, shared by all locks; not the thread that took the lock). They must return
+ * The lost and at-risk callbacks of a lock run on sqlock's background threads (the lease
+ * keeper's renewal and watchdog threads, shared by all locks of the process; never the thread
+ * that took the lock), one call at a time per handle. They must return
  * quickly, must not block, and must not call sqlock functions on the handle they report on
  * (sqlock_cancel_request() is fine): set a flag, write to a pipe, request a cancel. A
  * callback never runs after the `*_close` of its handle has returned (close waits for one
@@ -298,7 +300,7 @@ typedef struct sqlock_at_risk_event {
     const char* message; /**< the last renewal's error, or "" */
 } sqlock_at_risk_event;
 
-/** Called once when a held grant is lost, on sqlock's background thread (see Callbacks). */
+/** Called once when a held grant is lost, on a sqlock background thread (see Callbacks). */
 typedef void (*sqlock_lost_fn)(const sqlock_lost_event* event, void* user);
 /** Called when a held lease becomes at risk, and again when it is safe (see Callbacks). */
 typedef void (*sqlock_at_risk_fn)(const sqlock_at_risk_event* event, void* user);
