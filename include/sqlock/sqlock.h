@@ -411,13 +411,16 @@ SQLOCK_API void sqlock_shared_mutex_close(sqlock_shared_mutex* mutex);
  *  ::SQLOCK_E_INVALID_ARGUMENT (no upgrade). */
 SQLOCK_API int sqlock_shared_mutex_lock(sqlock_shared_mutex* mutex, int64_t timeout_ms,
                                         sqlock_cancel* cancel, int64_t* token, sqlock_error** err);
-/** Releases one exclusive hold of the calling thread, as sqlock_mutex_unlock(). */
+/** Releases one exclusive hold of the calling thread, as sqlock_mutex_unlock(). On a thread
+ *  that holds it shared only, it releases nothing (and returns ::SQLOCK_OK): use
+ *  sqlock_shared_mutex_unlock_shared(). */
 SQLOCK_API int sqlock_shared_mutex_unlock(sqlock_shared_mutex* mutex, sqlock_error** err);
 /** Shared (reader), as sqlock_mutex_lock(); *token is the reader permit's token. */
 SQLOCK_API int sqlock_shared_mutex_lock_shared(sqlock_shared_mutex* mutex, int64_t timeout_ms,
                                                sqlock_cancel* cancel, int64_t* token,
                                                sqlock_error** err);
-/** Releases one shared hold of the calling thread, as sqlock_mutex_unlock(). */
+/** Releases one shared hold of the calling thread, as sqlock_mutex_unlock() (on a thread
+ *  that holds it exclusively only: nothing, as above). */
 SQLOCK_API int sqlock_shared_mutex_unlock_shared(sqlock_shared_mutex* mutex, sqlock_error** err);
 /** 1 while the calling thread holds it exclusively and certainly validly, else 0. */
 SQLOCK_API int sqlock_shared_mutex_owns(const sqlock_shared_mutex* mutex);
