@@ -5,6 +5,7 @@
 #include "fixture.hpp"
 
 #include <sstream>
+#include <thread>
 
 using namespace capi_test;
 
@@ -53,5 +54,38 @@ TEST_SUITE("contention") {
         }
         CHECK(grants == 5 * std::stoi(iterations));
         CHECK_MESSAGE(increasing, "tokens out of order in " << log);
+    }
+}
+
+TEST_SUITE("contention") {
+
+    TEST_CASE("an operator's `sqlock release --force`: the C holder's on_lost runs, it owns "
+              "nothing, its release reports the loss") {
+        const auto& t = under_test();
+        if (!lease_strategy() && t.backend != "postgresql")
+            return; // select_for_update: only PostgreSQL can end the holder's session
+        const auto name = unique_name("forced");
+        signal_probe probe;
+        auto o = opts(3000); // renewed every second
+        o.renew = 1;
+        probe.attach(o);
+        mutex_handle h(name, o);
+        std::int64_t token = 0;
+        REQUIRE(sqlock_mutex_lock(h.m, 0, nullptr, &token, nullptr) == SQLOCK_OK);
+        const auto out = t.scratch + "/" + name + ".release";
+        const pid_t cli =
+            spawn({cli_path(), "--url", t.url, "release", name, "--force"}, {}, out, out + ".err");
+        REQUIRE_MESSAGE(wait_exit(cli) == 0, read_file(out + ".err"));
+        // The next renewal (every ttl/3) finds it gone.
+        REQUIRE(probe.wait_lost(std::chrono::seconds(10)));
+        {
+            std::lock_guard guard(probe.m);
+            CHECK(probe.lost.token == token);
+            CHECK(probe.lost.reason == SQLOCK_LOSS_LOST);
+            CHECK(probe.lost_name == name);
+        }
+        CHECK(sqlock_mutex_owns(h.m) == 0);
+        error_slot err;
+        CHECK(sqlock_mutex_unlock(h.m, err.out()) == SQLOCK_E_LOCK_LOST);
     }
 }
