@@ -114,6 +114,7 @@ packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev li
           doxygen        # doxygen: the api_docs test (an undocumented public declaration fails)
           scdoc groff-base man-db  # the sqlock(1) page: scdoc builds it, groff checks it renders
           mkdocs mkdocs-material  # the documentation site: the docs_site test builds it
+          abigail-tools  # abidw/abidiff: the capi.abi test (libsqlock-c against its baseline)
           lintian)       # lintian: the Debian packages are checked
 install_missing() {
     local p missing=()

@@ -16,8 +16,9 @@
 #                             PATH and SQLOCK_URL set to a migrated SQLite file of the scratch
 #                             directory (a block may export its own); blocks run in file order
 #                             and share the work directory, so a later block may use what an
-#                             earlier one built (./basic); `pkg-config sqlock` describes the build
-#                             tree (BUILD_DIR's libsqlock, the source headers); each ./NAME.sh a
+#                             earlier one built (./basic); `pkg-config sqlock` (and sqlock-c, the C
+#                             API) describes the build tree (BUILD_DIR's libraries, the source
+#                             headers); each ./NAME.sh a
 #                             block names and the work directory lacks is a stub that prints its
 #                             $SQLOCK_TOKEN (the pages' jobs are placeholders). A block with a line
 #                             `export SQLOCK_URL=postgresql://…` runs against a database of its
@@ -93,6 +94,13 @@ Description: sqlock in the build tree $build (tests/docs/check_readme.sh)
 Version: 0
 Libs: -L$build -lsqlock -Wl,-rpath,$build
 Cflags: -I$src/include -I$build/generated/include -std=c++20
+EOF
+cat >"$scratch/pkgconfig/sqlock-c.pc" <<EOF
+Name: sqlock-c
+Description: sqlock's C API in the build tree $build (tests/docs/check_readme.sh)
+Version: 0
+Libs: -L$build -lsqlock-c -Wl,-rpath,$build
+Cflags: -I$src/include
 EOF
 export PATH="$scratch/bin:$PATH"
 export PKG_CONFIG_LIBDIR="$scratch/pkgconfig" PKG_CONFIG_PATH=
