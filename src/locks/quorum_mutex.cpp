@@ -65,7 +65,8 @@ std::shared_ptr<quorum_protocol> make_protocol(const std::vector<database>& memb
                                                const quorum_options& o) {
     std::vector<std::unique_ptr<quorum_member>> list;
     for (const auto& m : members)
-        list.push_back(std::make_unique<quorum_member>(database_access::impl(m), m.url()));
+        list.push_back(std::make_unique<quorum_member>(database_access::impl(m), m.url(),
+                                                       2 * o.member_timeout));
     return std::make_shared<quorum_protocol>(std::move(list), o.member_timeout);
 }
 

@@ -11,38 +11,47 @@ namespace sqlock::detail {
 
 // ---------------------------------------------------------------- quorum_member
 
-quorum_member::quorum_member(std::shared_ptr<lock_context> db, std::string url_for_messages)
-    : m_db(std::move(db)), m_url(std::move(url_for_messages)), m_thread([this] { work(); }) {}
+quorum_member::quorum_member(std::shared_ptr<lock_context> db, std::string url_for_messages,
+                             std::chrono::milliseconds drain_limit)
+    : m_queue(std::make_shared<queue>(std::move(db))), m_url(std::move(url_for_messages)),
+      m_drain_limit(drain_limit), m_thread([q = m_queue] { work(q); }) {}
 
 quorum_member::~quorum_member() {
-    {
-        std::lock_guard lock(m_mutex);
-        m_stopping = true;
-    }
-    m_cv.notify_all();
-    m_thread.join();
+    std::unique_lock lock(m_queue->mutex);
+    m_queue->stopping = true;
+    m_queue->cv.notify_all();
+    const bool drained =
+        m_queue->cv.wait_for(lock, m_drain_limit, [this] { return m_queue->finished; });
+    lock.unlock();
+    if (drained)
+        m_thread.join();
+    else
+        m_thread.detach(); // a member that does not answer: it ends with its io_timeout
 }
 
 void quorum_member::post(std::function<void(lock_context&)> job) {
     {
-        std::lock_guard lock(m_mutex);
-        m_jobs.push_back(std::move(job));
+        std::lock_guard lock(m_queue->mutex);
+        m_queue->jobs.push_back(std::move(job));
     }
-    m_cv.notify_one();
+    m_queue->cv.notify_all();
 }
 
-void quorum_member::work() {
+void quorum_member::work(const std::shared_ptr<queue>& q) {
     for (;;) {
         std::function<void(lock_context&)> job;
         {
-            std::unique_lock lock(m_mutex);
-            m_cv.wait(lock, [this] { return m_stopping || !m_jobs.empty(); });
-            if (m_jobs.empty())
-                return; // stopping, and every give-back was sent
-            job = std::move(m_jobs.front());
-            m_jobs.pop_front();
+            std::unique_lock lock(q->mutex);
+            q->cv.wait(lock, [&] { return q->stopping || !q->jobs.empty(); });
+            if (q->jobs.empty()) {
+                q->finished = true; // stopping, and every give-back was sent
+                q->cv.notify_all();
+                return;
+            }
+            job = std::move(q->jobs.front());
+            q->jobs.pop_front();
         }
-        job(*m_db); // jobs catch their own errors
+        job(*q->db); // jobs catch their own errors
     }
 }
 

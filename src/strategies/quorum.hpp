@@ -33,13 +33,16 @@ namespace sqlock::detail {
 /// One member database of a quorum and the thread that sends it requests, in order.
 class quorum_member {
 public:
-    quorum_member(std::shared_ptr<lock_context> db, std::string url_for_messages);
+    /// `drain_limit`: how long destruction waits for the queued requests (give-backs) to be
+    /// sent; a member that does not answer by then is left to finish them on its own.
+    quorum_member(std::shared_ptr<lock_context> db, std::string url_for_messages,
+                  std::chrono::milliseconds drain_limit);
     ~quorum_member();
     quorum_member(const quorum_member&) = delete;
     quorum_member& operator=(const quorum_member&) = delete;
 
     /// Queues `job` for this member's thread (run in the order posted). Jobs still queued at
-    /// destruction run first: a give-back is never dropped.
+    /// destruction are run before the thread ends: a give-back is never dropped.
     void post(std::function<void(lock_context&)> job);
     const std::string& url() const noexcept { return m_url; }
     /// The last request failed or did not answer in time: rounds stop waiting for this
@@ -48,15 +51,23 @@ public:
     void set_suspect(bool value) noexcept { m_suspect.store(value); }
 
 private:
-    void work();
+    /// What the member's thread shares with this object; the thread keeps it alive, so a
+    /// thread left to finish after destruction touches nothing that is gone.
+    struct queue {
+        explicit queue(std::shared_ptr<lock_context> member) : db(std::move(member)) {}
+        std::shared_ptr<lock_context> db;
+        std::mutex mutex;
+        std::condition_variable cv;
+        std::deque<std::function<void(lock_context&)>> jobs;
+        bool stopping = false;
+        bool finished = false;
+    };
+    static void work(const std::shared_ptr<queue>& q);
 
-    std::shared_ptr<lock_context> m_db;
+    std::shared_ptr<queue> m_queue;
     std::string m_url;
+    std::chrono::milliseconds m_drain_limit;
     std::atomic<bool> m_suspect{false};
-    std::mutex m_mutex;
-    std::condition_variable m_cv;
-    std::deque<std::function<void(lock_context&)>> m_jobs;
-    bool m_stopping = false;
     std::thread m_thread;
 };
 
