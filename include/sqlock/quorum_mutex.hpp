@@ -70,6 +70,12 @@ public:
     /// or bad options.
     /// Connects nothing itself: the members' handles are used as they are.
     quorum_mutex(std::vector<database> members, std::string name, quorum_options options = {});
+    /// The members by URL, each opened with `connect` but not connected yet: a member that is
+    /// down or unreachable now counts as not answering, and joins as soon as it answers (each
+    /// member connects on its own thread, within connect.connect_timeout). Throws
+    /// errc::invalid_argument for a malformed URL, and as the constructor above.
+    quorum_mutex(const std::vector<std::string>& member_urls, std::string name,
+                 quorum_options options = {}, const connect_options& connect = {});
     /// Releases the lock if this object holds it (errors are not reported).
     ~quorum_mutex();
     quorum_mutex(const quorum_mutex&) = delete;

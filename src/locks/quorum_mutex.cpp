@@ -114,6 +114,20 @@ quorum_mutex::quorum_mutex(std::vector<database> members, std::string name, quor
     : m_impl(std::make_unique<detail::quorum_impl>(std::move(members), std::move(name),
                                                    std::move(options))) {}
 
+namespace {
+std::vector<database> unconnected(const std::vector<std::string>& urls,
+                                  const connect_options& connect) {
+    std::vector<database> out;
+    for (const auto& url : urls)
+        out.push_back(detail::open_unconnected(url, connect));
+    return out;
+}
+} // namespace
+
+quorum_mutex::quorum_mutex(const std::vector<std::string>& member_urls, std::string name,
+                           quorum_options options, const connect_options& connect)
+    : quorum_mutex(unconnected(member_urls, connect), std::move(name), std::move(options)) {}
+
 quorum_mutex::~quorum_mutex() {
     unlock();
 }

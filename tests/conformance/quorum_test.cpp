@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 namespace {
@@ -50,6 +52,19 @@ void steal_row(sqlock::database& db, const std::string& name) {
     test::exec_sql(db, "UPDATE " + q + db.table_prefix() + "quorum" + q +
                            " SET owner = 'intruder', version = version + 1 WHERE name = '" + name +
                            "'");
+}
+
+/// A member URL where nothing answers: the backend's URL on a closed port, or for SQLite a file
+/// in a directory that does not exist.
+std::string unreachable_member() {
+    const auto& url = test::backend().url;
+    if (test::backend().kind == sqlock::backend_kind::sqlite)
+        return "sqlite:///nonexistent-quorum-dir/member.db";
+    const auto at = url.rfind('@');
+    const auto host = at == std::string::npos ? url.find("://") + 3 : at + 1;
+    const auto end = url.find('/', host);
+    return url.substr(0, host) + "127.0.0.1:" + std::to_string(test::dead_port()) +
+           (end == std::string::npos ? "" : url.substr(end));
 }
 
 } // namespace
@@ -128,6 +143,33 @@ TEST_SUITE("quorum") {
         auto slow = qopts(1s);
         slow.member_timeout = 600ms; // not below ttl / 2
         CHECK(refused(members, name, slow));
+    }
+
+    TEST_CASE("members given by URL: one unreachable when the lock is made is only not counted") {
+        test::db(); // the backend's own tables, migrated
+        const auto second = "sqlite://" + test::backend().scratch_dir + "/quorum-url-" +
+                            std::to_string(getpid()) + ".db";
+        sqlock::connect(second).migrate();
+        const std::vector<std::string> urls = {test::backend().url, second, unreachable_member()};
+        const auto name = test::unique_name("quorum-url");
+        sqlock::quorum_mutex a(urls, name, qopts());
+        REQUIRE(a.try_lock_for(5s));
+        const auto first = a.token();
+        a.unlock();
+        REQUIRE(a.try_lock_for(5s));
+        CHECK(a.token() > first);
+        a.unlock();
+        // With a second member unreachable, nothing is granted, and the error says which.
+        const std::vector<std::string> minority = {test::backend().url, unreachable_member(),
+                                                   "sqlite:///nonexistent-quorum-dir/other.db"};
+        sqlock::quorum_mutex b(minority, name, qopts());
+        const auto e = test::error_of([&] { (void)b.try_lock_for(1s); });
+        CHECK(e.code() == sqlock::errc::connection);
+        CHECK(std::string(e.what()).find("1 of 3 members answered") != std::string::npos);
+        // A malformed URL is refused when the lock is made.
+        CHECK(test::error_of([&] {
+                  sqlock::quorum_mutex c({test::backend().url, second, "nonsense://x"}, name);
+              }).code() == sqlock::errc::invalid_argument);
     }
 
     TEST_CASE(
@@ -272,5 +314,44 @@ TEST_SUITE("quorum_mixed") {
         REQUIRE(b.try_lock());
         CHECK(b.token() > first);
         b.unlock();
+    }
+}
+
+TEST_SUITE("quorum_mixed") {
+    TEST_CASE("sqlock run with three --url: the commands run one at a time, tokens rising") {
+        const char* pg = std::getenv("SQLOCK_TEST_POSTGRES_URL");
+        const char* my = std::getenv("SQLOCK_TEST_MYSQL_URL");
+        REQUIRE_MESSAGE(pg, "SQLOCK_TEST_POSTGRES_URL is not set (tools/testdb.sh run)");
+        REQUIRE_MESSAGE(my, "SQLOCK_TEST_MYSQL_URL is not set (tools/testdb.sh run)");
+        const auto name = test::unique_name("quorum-cli");
+        const auto dir = test::backend().scratch_dir + "/" + name;
+        std::filesystem::create_directories(dir);
+        const std::string lite = "sqlite://" + dir + "/member.db";
+        // `migrate` with several --url migrates each member.
+        const pid_t migrate =
+            test::spawn({test::cli_path(), "migrate", "--url", pg, "--url", my, "--url", lite});
+        REQUIRE(test::wait_exit(migrate) == 0);
+        // Each command: a marker directory that must not exist (mutual exclusion), its token
+        // appended while it holds the lock (grant order), a short hold.
+        const std::string job = "mkdir '" + dir + "/inside' || exit 99; echo $SQLOCK_TOKEN >> '" +
+                                dir + "/tokens'; sleep 0.05; rmdir '" + dir + "/inside'";
+        std::vector<pid_t> runs;
+        for (int i = 0; i < 4; ++i)
+            runs.push_back(
+                test::spawn({test::cli_path(), "run", name, "--url", pg, "--url", my, "--url", lite,
+                             "--ttl", "10s", "--wait", "60s", "--", "/bin/sh", "-c", job}));
+        for (const pid_t p : runs)
+            CHECK(test::wait_exit(p) == 0);
+        std::istringstream lines(test::read_file(dir + "/tokens"));
+        std::vector<std::int64_t> tokens;
+        for (std::int64_t t = 0; lines >> t;)
+            tokens.push_back(t);
+        CHECK(tokens.size() == 4);
+        CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) ==
+              tokens.end());
+        // Several --url are for run and migrate only; a quorum needs three.
+        const pid_t two =
+            test::spawn({test::cli_path(), "run", name, "--url", pg, "--url", my, "--", "true"});
+        CHECK(test::wait_exit(two) == 64);
     }
 }
