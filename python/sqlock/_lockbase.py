@@ -88,8 +88,9 @@ class LockBase:
     def _give_back(self, shared: bool) -> None:
         """Releases one hold of the calling thread; raises LockLost if it was lost (nothing
         is held afterwards either way)."""
+        h = self._h
         try:
-            self._h.release(shared)
+            h.release(shared)
         finally:
             stack = self._held()[shared]
             if stack:
@@ -97,6 +98,7 @@ class LockBase:
 
     def _token(self, shared: bool) -> int:
         """The token of the calling thread's grant (else of the asyncio grant)."""
+        self._h  # refused in a forked child, and once closed
         stack = self._held()[shared]
         if stack:
             return stack[-1]
