@@ -61,6 +61,11 @@ typedef struct {
 } cancel_object;
 extern PyTypeObject cancel_type;
 
+/* Job(db, name, period_ms, slot, wait_ms, strategy, ttl_ms): a sqlock_job; JobContext: what
+ * its function is handed (job.c). */
+extern PyTypeObject job_type;
+extern PyTypeObject job_context_type;
+
 /* The operations a lock kind offers (kinds.c): mutex, semaphore, shared mutex, leader. */
 typedef struct lock_ops {
     const char* kind;

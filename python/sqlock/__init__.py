@@ -18,6 +18,7 @@ from .errors import (BackendError, Canceled, Conflict, ConnectionFailed, Error,
                      InheritedHandle, InternalError, InvalidArgument, LockLost, OutOfMemory,
                      SchemaMismatch, SchemaMissing, Timeout, TopologyUnsafe, Unsupported)
 from .events import AtRiskEvent, Event, LossReason, LostEvent
+from .job import Job, JobContext, JobOutcome, JobResult
 from .leader import LeaderElection, LeaderInfo
 from .mutex import Mutex
 from .semaphore import Semaphore
@@ -31,8 +32,9 @@ C_API_VERSION = _sqlock.api_version()
 
 __all__ = [
     "connect", "connect_async", "Database", "Mutex", "Semaphore", "SharedMutex", "Mode",
-    "LeaderElection", "LeaderInfo", "Strategy", "LossReason", "LostEvent", "AtRiskEvent",
-    "Event", "Error", "InvalidArgument", "ConnectionFailed", "Timeout", "Conflict", "LockLost",
-    "SchemaMissing", "SchemaMismatch", "Unsupported", "TopologyUnsafe", "BackendError",
-    "Canceled", "OutOfMemory", "InternalError", "InheritedHandle",
+    "LeaderElection", "LeaderInfo", "Job", "JobContext", "JobOutcome", "JobResult",
+    "Strategy", "LossReason", "LostEvent", "AtRiskEvent", "Event", "Error", "InvalidArgument",
+    "ConnectionFailed", "Timeout", "Conflict", "LockLost", "SchemaMissing", "SchemaMismatch",
+    "Unsupported", "TopologyUnsafe", "BackendError", "Canceled", "OutOfMemory",
+    "InternalError", "InheritedHandle",
 ]

@@ -117,8 +117,11 @@ if [[ $module != /usr/lib/python3/dist-packages/sqlock/_sqlock.cpython-311-*.so 
     echo "packages: python3 imports sqlock's extension from $module" >&2
     exit 1
 fi
-ldd "$module" | grep -q "libsqlock-c.so.1 => $libdir/libsqlock-c.so.1" ||
-    { echo "packages: $module does not load the installed libsqlock-c" >&2; exit 1; }
+resolved=$(ldd "$module" | awk '$1 == "libsqlock-c.so.1" { print $3 }')
+if [[ -z $resolved || $(realpath "$resolved") != $(realpath "$libdir/libsqlock-c.so.1") ]]; then
+    echo "packages: $module loads libsqlock-c.so.1 from '$resolved', not $libdir" >&2
+    exit 1
+fi
 (cd "$work" && env -u PYTHONPATH /usr/bin/python3 - "sqlite://$work/py.db" <<'PYTHON'
 import asyncio, sys
 import sqlock
