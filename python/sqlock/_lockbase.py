@@ -52,6 +52,10 @@ class LockBase:
             raise ValueError(f"{self.name!r} is closed")
         return self._c
 
+    def _check_usable(self) -> None:
+        """Raises InheritedHandle in a forked child and ValueError once closed."""
+        _ = self._h
+
     def _forget_after_fork(self) -> None:
         """In a forked child: drops the handle without closing (releasing) it."""
         self._inherited = True
@@ -98,7 +102,7 @@ class LockBase:
 
     def _token(self, shared: bool) -> int:
         """The token of the calling thread's grant (else of the asyncio grant)."""
-        self._h  # refused in a forked child, and once closed
+        self._check_usable()
         stack = self._held()[shared]
         if stack:
             return stack[-1]
