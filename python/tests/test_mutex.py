@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 import sqlock
+from conftest import backend
 
 
 def test_with_block_holds_and_releases(db, name):
@@ -105,9 +106,16 @@ def test_strategies_by_name_and_enum(db, name):
             assert m.owns_lock()
 
 
+UNREACHABLE = {
+    "sqlite": "sqlite:///no/such/directory/locks.db",
+    "postgresql": "postgresql://nobody:pw@127.0.0.1:1/none",
+    "mysql": "mysql://nobody:pw@127.0.0.1:1/none",
+}
+
+
 def test_unreachable_database_is_connection_failed():
     with pytest.raises(sqlock.ConnectionFailed) as info:
-        sqlock.connect("postgresql://nobody:pw@127.0.0.1:1/none", connect_timeout=1)
+        sqlock.connect(UNREACHABLE[backend()], connect_timeout=1)
     assert isinstance(info.value, ConnectionError)
     assert info.value.retryable
 
