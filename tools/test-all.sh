@@ -115,6 +115,8 @@ packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev li
           scdoc groff-base man-db  # the sqlock(1) page: scdoc builds it, groff checks it renders
           mkdocs mkdocs-material  # the documentation site: the docs_site test builds it
           abigail-tools  # abidw/abidiff: the capi.abi test (libsqlock-c against its baseline)
+          python3-dev python3-pytest python3-psycopg2 python3-pymysql  # the Python package:
+                         # its extension, its pytest suite, the fenced writes of its tests
           lintian)       # lintian: the Debian packages are checked
 install_missing() {
     local p missing=()
