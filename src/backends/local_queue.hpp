@@ -102,6 +102,11 @@ public:
     void mark_holding() noexcept;
     /// True when a queued caller holds the lock (its holder byte is locked). Never throws.
     bool holder_present() noexcept;
+    /// Takes the holder byte now, for a lock that dies with its holder process (a lock file's
+    /// transaction): false when another caller holds it (a dead holder's guard still stopping
+    /// its job), so that the grant just obtained is given back. A waiter's brief read lock on
+    /// the byte is waited out (at most 1 ms). Never throws.
+    bool try_hold() noexcept;
     /// First in line and the lock is held: waits in the kernel until the holder byte is
     /// unlocked (its holder released or died) or `until`, whichever comes first; sleeps until
     /// `until` when no queued caller holds it (a try_lock() holder). Never throws.

@@ -314,6 +314,13 @@ public:
     /// lock_request::defer_to; stores which in `*deferred` (when given). Never throws.
     bool held_back(unsigned* deferred) const;
 
+    /// The lock is a lock file's transaction (select_for_update where the backend locks
+    /// files): it ends the moment its holder process dies (queue_ticket::claim_holder).
+    bool dies_with_process() const noexcept {
+        return m_db.traits().lock_files &&
+               m_impl.m_options.strategy == sqlock::strategy::select_for_update;
+    }
+
     /// After an attempt made before joining SQLite's queue (it was idle) that was not
     /// granted: into the line now, so that no later attempt overtakes those who queued
     /// meanwhile. Never throws.
@@ -412,6 +419,11 @@ attempt_outcome acquire_call::attempt() {
         auto g = m_impl.m_strategy->try_acquire(m_db, m_request, budget, m_attempts);
         if (g)
             g = confirmed_after_wait(*m_impl.m_strategy, m_db, m_request, std::move(*g));
+        if (g && dies_with_process() && !m_ticket.claim_holder(m_db, m_impl.m_name)) {
+            // A killed holder's guard is still stopping its job: not ours yet.
+            m_impl.m_strategy->release(m_db, m_request, *g);
+            return attempt_outcome::not_granted;
+        }
         if (g) {
             adopt(std::move(*g));
             return attempt_outcome::granted;

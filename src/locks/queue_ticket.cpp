@@ -94,6 +94,16 @@ void queue_ticket::wait_for_holder(std::chrono::steady_clock::time_point now,
     m_turn->wait_holder_gone(deadline - now < pause ? deadline : now + pause);
 }
 
+bool queue_ticket::claim_holder(database_impl& db, const std::string& name) noexcept {
+    try {
+        if (!m_turn)
+            m_turn = fair_turn::open(queue_file_for(db.lock_file_for(name)));
+    } catch (...) {
+        return true; // out of memory: the lock file alone decides, as before
+    }
+    return !m_turn || m_turn->try_hold();
+}
+
 std::unique_ptr<fair_turn> queue_ticket::hand_to_hold() noexcept {
     if (m_turn)
         m_turn->mark_holding();

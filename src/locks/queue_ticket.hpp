@@ -58,6 +58,14 @@ public:
     void wait_for_holder(std::chrono::steady_clock::time_point now,
                          std::chrono::steady_clock::time_point deadline, backoff& delay);
 
+    /// A lock file's transaction (select_for_update on SQLite) dies with its holder process at
+    /// once, but the job of a killed `sqlock run` lives on until its guard, which inherited the
+    /// holder byte's descriptor, has stopped it. So such a grant stands only once this call
+    /// holds the holder byte (opening the name's queue file when it had no ticket: try_lock()).
+    /// False when another holder has it: the caller gives the grant back and tries again
+    /// later. True where there is no queue file to use. Never throws.
+    bool claim_holder(database_impl& db, const std::string& name) noexcept;
+
     /// The lock was granted: marks this call as its holder in the queue (the next in line
     /// becomes first and waits for the holder) and hands the ticket over, to be kept until
     /// the hold is released or lost. nullptr when it held no ticket. Never throws.

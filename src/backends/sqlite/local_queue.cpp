@@ -451,6 +451,18 @@ void fair_turn::mark_holding() noexcept {
         ofd_lock(m_fd, F_OFD_SETLK, F_UNLCK, slot_base + m_ticket, 1);
 }
 
+bool fair_turn::try_hold() noexcept {
+    const auto give_up = steady_clock::now() + std::chrono::milliseconds(1);
+    for (;;) {
+        if (ofd_lock(m_fd, F_OFD_SETLK, F_WRLCK, holder_byte, 1) == 0)
+            return true;
+        // A read lock is a helper's wait for the previous holder, gone within microseconds.
+        if (conflicting(m_fd, F_WRLCK, holder_byte, 1) != F_RDLCK || steady_clock::now() >= give_up)
+            return false;
+        std::this_thread::yield();
+    }
+}
+
 bool fair_turn::holder_present() noexcept {
     return conflicting(m_fd, F_RDLCK, holder_byte, 1) == F_WRLCK;
 }
