@@ -176,7 +176,7 @@ bool wrote(lock_context& db, statement id, std::initializer_list<param> params,
 
 } // namespace
 
-std::size_t
+quorum_protocol::write_outcome
 quorum_protocol::write_token(const lock_request& req, std::int64_t token,
                              const std::vector<member_reply<member_row>>& rows,
                              const std::vector<std::optional<lease_sighting>>& sightings,
@@ -204,8 +204,12 @@ quorum_protocol::write_token(const lock_request& req, std::int64_t token,
                          name, owner, token);
         },
         deadline);
-    return static_cast<std::size_t>(std::count_if(
-        replies.begin(), replies.end(), [](const auto& r) { return r.value && *r.value; }));
+    write_outcome out;
+    for (const auto& r : replies) {
+        out.accepted += r.value && *r.value;
+        out.refused += r.value && !*r.value;
+    }
+    return out;
 }
 
 void quorum_protocol::give_back_everywhere(const lock_request& req, std::int64_t token) {
@@ -250,7 +254,7 @@ std::optional<grant> quorum_protocol::try_acquire_quorum(
     }
     const std::int64_t token = highest + 1;
     const auto sent = std::chrono::steady_clock::now();
-    const auto accepted = write_token(req, token, *rows, sightings, deadline);
+    const auto [accepted, refused] = write_token(req, token, *rows, sightings, deadline);
     const auto valid_until = lease_end(sent, req.ttl);
     if (accepted >= majority() && std::chrono::steady_clock::now() < valid_until) {
         grant g;
@@ -260,8 +264,12 @@ std::optional<grant> quorum_protocol::try_acquire_quorum(
         return g;
     }
     give_back_everywhere(req, token);
-    why = std::to_string(accepted) + " of " + std::to_string(size()) + " members accepted token " +
-          std::to_string(token) + " (a majority is " + std::to_string(majority()) + ")";
+    // A member that refused: another contender got there first (not granted, as when held);
+    // none refused: too few members answered in time (unavailable).
+    why = refused > 0 ? "held"
+                      : std::to_string(accepted) + " of " + std::to_string(size()) +
+                            " members accepted token " + std::to_string(token) +
+                            " in time (a majority is " + std::to_string(majority()) + ")";
     return std::nullopt;
 }
 

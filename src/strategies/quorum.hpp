@@ -133,11 +133,17 @@ private:
     std::optional<std::vector<member_reply<member_row>>>
     read_rows(const lock_request& req, std::chrono::steady_clock::time_point deadline,
               std::string& why);
-    /// Round 2: the guarded write of `token` on every member; how many accepted it.
-    std::size_t write_token(const lock_request& req, std::int64_t token,
-                            const std::vector<member_reply<member_row>>& rows,
-                            const std::vector<std::optional<lease_sighting>>& sightings,
-                            std::chrono::steady_clock::time_point deadline);
+    /// How round 2 went: members that accepted the token, and members that answered but
+    /// refused it (someone else holds the row there, or wrote a higher token).
+    struct write_outcome {
+        std::size_t accepted = 0;
+        std::size_t refused = 0;
+    };
+    /// Round 2: the guarded write of `token` on every member.
+    write_outcome write_token(const lock_request& req, std::int64_t token,
+                              const std::vector<member_reply<member_row>>& rows,
+                              const std::vector<std::optional<lease_sighting>>& sightings,
+                              std::chrono::steady_clock::time_point deadline);
     /// Posts a give-back of `token` to every member (runs after any late write of it).
     void give_back_everywhere(const lock_request& req, std::int64_t token);
 
