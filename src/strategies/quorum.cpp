@@ -217,7 +217,9 @@ void quorum_protocol::give_back_everywhere(const lock_request& req, std::int64_t
     for (auto& m : m_members) {
         m->post([=](lock_context& db) {
             try {
-                db.run(statement::q_release, {name, owner, token});
+                // Asynchronously committed where the backend can: a release lost in a crash
+                // only leaves the row to its lease; the token, the mark that matters, stays.
+                db.run_async_release(statement::q_release, {name, owner, token});
             } catch (...) {
                 // unreachable: that member's row ends with its lease (seen unchanged for a TTL)
             }
@@ -318,29 +320,7 @@ grant quorum_protocol::renew(lock_context&, const lock_request& req, const grant
 }
 
 void quorum_protocol::release(lock_context&, const lock_request& req, const grant& held) {
-    const std::string name(req.name), owner(req.owner);
-    const auto token = held.token;
-    const auto replies = ask_all<bool>(
-        [=](lock_context& db, std::size_t) {
-            db.run(statement::q_release, {name, owner, token});
-            return true;
-        },
-        std::chrono::steady_clock::now() + m_wait_for_member);
-    const auto done = static_cast<std::size_t>(
-        std::count_if(replies.begin(), replies.end(), [](const auto& r) { return r.value; }));
-    for (std::size_t i = 0; i < size(); ++i) {
-        if (!replies[i].value) // not told now: told once it answers again (runs in order)
-            m_members[i]->post([=](lock_context& db) {
-                try {
-                    db.run(statement::q_release, {name, owner, token});
-                } catch (...) {
-                }
-            });
-    }
-    if (done < majority())
-        throw error(errc::connection, "quorum lock \"" + name + "\": released on " +
-                                          std::to_string(done) + " of " + std::to_string(size()) +
-                                          " members; the others let it end with its lease");
+    give_back_everywhere(req, held.token);
 }
 
 } // namespace sqlock::detail

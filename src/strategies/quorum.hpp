@@ -118,8 +118,10 @@ public:
     /// send time + ttl - margin; with N - Q + 1 members saying it is not ours, errc::lock_lost;
     /// otherwise a retryable errc::connection (the keeper tries again until the local end).
     grant renew(lock_context& db, const lock_request& req, const grant& held) override;
-    /// Gives the row back on every member (also those that never answered). Throws
-    /// errc::connection when fewer than Q members confirmed (the lease then ends by itself).
+    /// Gives the row back on every member, also those that never answered, without waiting
+    /// for them: each member's requests run in order, so the give-back follows this grant's
+    /// writes there; a member that is down gets it once it answers again, or its row ends with
+    /// the lease. Never throws.
     void release(lock_context& db, const lock_request& req, const grant& held) override;
 
 private:
@@ -144,7 +146,8 @@ private:
                               const std::vector<member_reply<member_row>>& rows,
                               const std::vector<std::optional<lease_sighting>>& sightings,
                               std::chrono::steady_clock::time_point deadline);
-    /// Posts a give-back of `token` to every member (runs after any late write of it).
+    /// Posts a give-back of `token` to every member (runs after any late write of it),
+    /// asynchronously committed where the backend can.
     void give_back_everywhere(const lock_request& req, std::int64_t token);
 
     std::vector<std::unique_ptr<quorum_member>> m_members;
