@@ -1,0 +1,360 @@
+/// @file
+/// async.hpp: asynchronous lock operations for Asio (standalone Asio 1.19 or newer, namespace
+/// `asio`; Debian: libasio-dev): awaitable, callback or future waits that never block the
+/// caller's thread, grants owned by a guard rather than a thread, and work cancelled before
+/// its lease can end (docs: guides/async.md).
+///
+/// Not part of sqlock.hpp: include it where Asio is available. Built when CMake finds Asio
+/// (option SQLOCK_WITH_ASYNC).
+#pragma once
+
+#include "sqlock/database.hpp"
+#include "sqlock/error.hpp"
+#include "sqlock/mutex.hpp"
+
+#include <asio/any_io_executor.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/cancellation_type.hpp>
+#include <asio/error.hpp>
+#include <asio/execution/outstanding_work.hpp>
+#include <asio/post.hpp>
+#include <asio/prefer.hpp>
+#include <asio/version.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#if ASIO_VERSION < 101900
+#error "sqlock/async.hpp needs standalone Asio 1.19 or newer (per-operation cancellation)"
+#endif
+
+namespace sqlock {
+
+class async_guard;
+
+namespace detail {
+class worker_pool;    // src/async/worker_pool.hpp
+class async_lockable; // src/async/lockable.hpp: one primitive's asynchronous side
+class async_grant;    // src/async/lockable.hpp: one asynchronous grant
+class async_acquire;  // src/async/acquire.hpp: one acquire in flight
+class async_access;
+} // namespace detail
+
+/// A bounded pool of threads that run the blocking parts of asynchronous lock operations:
+/// the statements of drivers without a non-blocking interface, and waits in SQLite's file
+/// locks. Each acquire occupies one of its `size()` threads from its start until it completes
+/// (granted, timed out, cancelled or failed); acquires beyond that wait for a free thread, in
+/// the order they were started, and their deadlines and cancellation apply while they wait.
+/// Releases run on one more thread of their own, so that a release never waits behind
+/// acquires (which may be waiting for that very release).
+///
+/// A handle: copies share one pool, whose threads end when the last copy and the last
+/// operation or grant using it are gone. Thread safety: all members, from any thread.
+class async_workers {
+public:
+    /// The process-wide pool: default_size threads, started on first use, shared by every
+    /// asynchronous lock made without a pool of its own.
+    async_workers();
+    /// A pool of its own with `threads` threads for acquires (1 to 1024; else
+    /// errc::invalid_argument), plus one for releases. Threads start on first use.
+    explicit async_workers(std::size_t threads);
+    /// The number of threads for acquires.
+    std::size_t size() const noexcept;
+    /// Threads of the process-wide pool.
+    static constexpr std::size_t default_size = 4;
+
+private:
+    friend class detail::async_access;
+    std::shared_ptr<detail::worker_pool> m_pool;
+};
+
+/// Settings of an asynchronous lock beyond its primitive's own options.
+struct async_options {
+    /// The threads its blocking work runs on (default: the process-wide pool).
+    async_workers workers{};
+};
+
+namespace detail {
+
+/// What kind of grant an acquire asks for.
+enum class acquire_mode { exclusive, shared };
+
+/// How an acquire ended, as the library reports it (the header maps it onto Asio's forms).
+struct acquire_result {
+    enum class outcome { granted, timed_out, cancelled, failed } how = outcome::failed;
+    std::exception_ptr error;           ///< failed: what was thrown
+    std::shared_ptr<async_grant> grant; ///< granted: the grant
+};
+using acquire_done = std::function<void(acquire_result)>;
+
+/// The library's side of an asynchronous acquire (src/async/acquire.cpp).
+struct async_calls {
+    /// An acquire of `lockable` until `deadline` (steady clock; max: no deadline, min: one
+    /// attempt) that calls `done` exactly once, on a worker thread or on the thread that
+    /// cancels it. Not started yet: start() starts it.
+    static std::shared_ptr<async_acquire> prepare(const std::shared_ptr<async_lockable>& lockable,
+                                                  acquire_mode mode,
+                                                  std::chrono::steady_clock::time_point deadline,
+                                                  acquire_done done);
+    /// Hands `op` to the workers.
+    static void start(const std::shared_ptr<async_acquire>& op);
+    /// Cancels `op` from any thread: `done` runs at once with outcome::cancelled if it still
+    /// waits for a worker, else soon (see async_mutex::async_lock()). Never throws.
+    static void cancel(async_acquire& op) noexcept;
+    /// Gives `grant` back on its release thread, then calls `done` (when set) with how the
+    /// grant ended, on that thread. Never throws.
+    static void release(std::shared_ptr<async_grant> grant,
+                        std::function<void(loss_reason)> done) noexcept;
+    /// Cancels every acquire of `lockable` still in flight. Never throws.
+    static void cancel_all(async_lockable& lockable) noexcept;
+    /// The lock name of `lockable`.
+    static const std::string& name(const async_lockable& lockable) noexcept;
+};
+
+/// Calls `handler` with `args` through its associated executor `ex` (work tracked until
+/// then), after clearing its cancellation slot.
+template <class Handler, class Executor, class... Args>
+void complete_later(std::shared_ptr<std::optional<Handler>> box, Executor ex, Args... args) {
+    auto work = asio::prefer(ex, asio::execution::outstanding_work.tracked);
+    asio::post(work, [box = std::move(box), ... args = std::move(args)]() mutable {
+        auto slot = asio::get_associated_cancellation_slot(**box);
+        if (slot.is_connected())
+            slot.clear();
+        Handler handler = std::move(**box);
+        box->reset();
+        std::move(handler)(std::move(args)...);
+    });
+}
+
+/// The initiation of every asynchronous acquire (async_initiate).
+struct initiate_acquire {
+    template <class Handler>
+    void operator()(Handler&& handler, std::shared_ptr<async_lockable> lockable, acquire_mode mode,
+                    std::chrono::steady_clock::time_point deadline, asio::any_io_executor io) const;
+};
+
+} // namespace detail
+
+/// One grant of an asynchronous lock: it, not a thread, owns the lock, so the coroutine or
+/// callback chain that holds it may resume on any thread and release it there.
+///
+/// Empty (operator bool false) when default-made, moved from, released, or returned by a
+/// timed try that timed out. Destroying or assigning over a guard that holds a grant gives
+/// the grant back in the background (on the lock's release thread, never blocking the caller);
+/// async_unlock() does the same and tells when it is done.
+///
+/// Re-entrancy: none. Each grant has an owner id of its own (one per guard), so asking the same
+/// lock again while holding a guard waits like any other contender (until the first guard goes,
+/// or the deadline): hand the guard down instead of locking twice.
+///
+/// Thread safety: the const members may be called from any thread, also while another thread
+/// uses the guard; moving, assigning and async_unlock() need exclusive use.
+class async_guard {
+public:
+    /// The executor a completion without an associated one runs on (the lock's).
+    using executor_type = asio::any_io_executor;
+
+    /// An empty guard.
+    async_guard() = default;
+    /// Takes over `other`'s grant; `other` is empty afterwards.
+    async_guard(async_guard&& other) noexcept = default;
+    /// Gives back this guard's grant (in the background), then takes over `other`'s.
+    async_guard& operator=(async_guard&& other) noexcept;
+    async_guard(const async_guard&) = delete;
+    async_guard& operator=(const async_guard&) = delete;
+    /// Gives the grant back in the background (never blocks, never throws).
+    ~async_guard();
+
+    /// True while the guard holds a grant, lost or not (see owns_lock()).
+    explicit operator bool() const noexcept { return m_grant != nullptr; }
+    /// True while the guard holds a grant that is certainly still valid: as
+    /// mutex::owns_lock(), from any thread.
+    bool owns_lock() const noexcept;
+    /// The grant's fencing token; throws errc::lock_lost when the guard is empty.
+    std::int64_t token() const;
+    /// Why the grant was lost (loss_reason::none while valid or when empty).
+    loss_reason lost_reason() const noexcept;
+    /// Requested when the grant is lost (at the latest at lease_end()); a default token when
+    /// empty.
+    std::stop_token stop_token() const noexcept;
+    /// The local end of the grant's lease on the steady clock: the grant is reported lost then
+    /// unless a renewal moves it first (mutex_options::renew). Always before anyone else can be
+    /// granted the lock. time_point::min() when empty.
+    std::chrono::steady_clock::time_point lease_end() const noexcept;
+    /// The lock name ("" when empty).
+    const std::string& name() const noexcept;
+    /// The executor given to completions without an associated one.
+    executor_type get_executor() const noexcept { return m_executor; }
+
+    /// Gives the grant back, asynchronously. Completion signature `void(sqlock::loss_reason)`:
+    /// loss_reason::none when it was released normally, lost / unknown when it had been lost
+    /// (or the release found it gone: another owner may have held it meanwhile). Runs the
+    /// release on the lock's release thread; never fails (a release that cannot be confirmed
+    /// leaves the lease to expire at its TTL). The guard is empty as soon as this is called.
+    /// Not cancellable: a release, once asked for, runs to its end. An empty guard completes
+    /// at once with loss_reason::none.
+    template <class CompletionToken>
+    auto async_unlock(CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(loss_reason)>(
+            [](auto handler, std::shared_ptr<detail::async_grant> grant, executor_type io) {
+                using handler_type = std::decay_t<decltype(handler)>;
+                const auto ex = asio::get_associated_executor(handler, io);
+                auto box = std::make_shared<std::optional<handler_type>>(std::move(handler));
+                if (!grant) {
+                    detail::complete_later(std::move(box), ex, loss_reason::none);
+                    return;
+                }
+                detail::async_calls::release(std::move(grant), [box, ex](loss_reason how) {
+                    detail::complete_later(box, ex, how);
+                });
+            },
+            token, std::move(m_grant), m_executor);
+    }
+
+private:
+    friend struct detail::initiate_acquire;
+    async_guard(std::shared_ptr<detail::async_grant> grant, executor_type executor)
+        : m_grant(std::move(grant)), m_executor(std::move(executor)) {}
+    std::shared_ptr<detail::async_grant> m_grant;
+    executor_type m_executor;
+};
+
+/// A distributed mutex, as sqlock::mutex (same database rows, strategies, fencing, renewal and
+/// lost signal: sync and async holders exclude each other), with asynchronous acquires that
+/// never block the caller's thread.
+///
+/// Every acquire takes an Asio completion token (asio::use_awaitable, a callback,
+/// asio::use_future, ...) and completes with signature `void(std::exception_ptr,
+/// sqlock::async_guard)`: a coroutine gets the guard or the exception thrown; a callback gets
+/// both. The completion runs on the handler's associated executor (default: this lock's).
+/// Errors are those of the sync calls (sqlock::error); a cancelled acquire fails with
+/// std::system_error(asio::error::operation_aborted).
+///
+/// Cancellation: per operation, through the handler's associated cancellation slot (for
+/// example asio::bind_cancellation_slot, or cancelling the coroutine awaiting it); terminal,
+/// partial and total requests all cancel, as does cancel() and destroying this object. An
+/// acquire still waiting for a worker completes at once; one in progress gives up at its next
+/// look at the request: at most 100 ms into a wait in this process, at most 1 s into a wait in
+/// the server or in SQLite's waiter queue, plus the statement in flight. A cancelled acquire
+/// never leaves the lock held: a grant that lands after the request is given back at once.
+///
+/// Where the work runs (this release): on the threads of async_options::workers, for every
+/// backend: each acquire occupies one while it waits. PostgreSQL waits on libpq's non-blocking
+/// interface are planned; the API stays as it is.
+///
+/// Thread safety: all members may be called from any thread. Acquires in flight when this
+/// object is destroyed are cancelled; guards outlive it.
+class async_mutex {
+public:
+    /// The executor completions run on when the handler has none of its own.
+    using executor_type = asio::any_io_executor;
+
+    /// Validates like sqlock::mutex (errc::invalid_argument, errc::unsupported). Does not
+    /// contact the database.
+    async_mutex(executor_type executor, database db, std::string name, mutex_options options = {},
+                async_options async = {});
+    /// Cancels the acquires still in flight (never blocks); guards stay valid.
+    ~async_mutex();
+    async_mutex(const async_mutex&) = delete;
+    async_mutex& operator=(const async_mutex&) = delete;
+
+    /// The executor given to completions without an associated one.
+    executor_type get_executor() const noexcept { return m_executor; }
+    /// The lock name.
+    const std::string& name() const noexcept;
+    /// Cancels every acquire of this object still in flight (operation_aborted). Never throws.
+    void cancel() noexcept;
+
+    /// Acquires the lock, waiting as long as it takes (as mutex::lock()). Completes with a
+    /// guard that holds it.
+    template <class CompletionToken>
+    auto async_lock(CompletionToken&& token) {
+        return initiate(std::chrono::steady_clock::time_point::max(),
+                        std::forward<CompletionToken>(token));
+    }
+    /// One attempt, no waiting for the lock (as mutex::try_lock()): completes with an empty
+    /// guard when someone else holds it.
+    template <class CompletionToken>
+    auto async_try_lock(CompletionToken&& token) {
+        return initiate(std::chrono::steady_clock::time_point::min(),
+                        std::forward<CompletionToken>(token));
+    }
+    /// Acquires the lock, giving up after `rel` (steady clock, from this call; time spent
+    /// waiting for a worker counts): completes with an empty guard then.
+    template <class Rep, class Period, class CompletionToken>
+    auto async_try_lock_for(const std::chrono::duration<Rep, Period>& rel,
+                            CompletionToken&& token) {
+        return initiate(detail::steady_deadline(rel), std::forward<CompletionToken>(token));
+    }
+    /// As async_try_lock_for(), with an absolute deadline on any clock.
+    template <class Clock, class Duration, class CompletionToken>
+    auto async_try_lock_until(const std::chrono::time_point<Clock, Duration>& abs,
+                              CompletionToken&& token) {
+        return initiate(detail::steady_deadline(abs), std::forward<CompletionToken>(token));
+    }
+
+private:
+    template <class CompletionToken>
+    auto initiate(std::chrono::steady_clock::time_point deadline, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(std::exception_ptr, async_guard)>(
+            detail::initiate_acquire{}, token, m_lockable, detail::acquire_mode::exclusive,
+            deadline, m_executor);
+    }
+
+    executor_type m_executor;
+    std::shared_ptr<detail::async_lockable> m_lockable;
+};
+
+namespace detail {
+
+template <class Handler>
+void initiate_acquire::operator()(Handler&& handler, std::shared_ptr<async_lockable> lockable,
+                                  acquire_mode mode, std::chrono::steady_clock::time_point deadline,
+                                  asio::any_io_executor io) const {
+    using handler_type = std::decay_t<Handler>;
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    const auto ex = asio::get_associated_executor(handler, io);
+    auto box = std::make_shared<std::optional<handler_type>>(std::forward<Handler>(handler));
+    auto done = [box, ex, io](acquire_result r) {
+        using how = acquire_result::outcome;
+        switch (r.how) {
+        case how::granted:
+            complete_later(box, ex, std::exception_ptr{}, async_guard(std::move(r.grant), io));
+            break;
+        case how::timed_out:
+            complete_later(box, ex, std::exception_ptr{}, async_guard{});
+            break;
+        case how::cancelled:
+            complete_later(box, ex,
+                           std::make_exception_ptr(
+                               std::system_error(make_error_code(asio::error::operation_aborted))),
+                           async_guard{});
+            break;
+        case how::failed:
+            complete_later(box, ex, r.error, async_guard{});
+            break;
+        }
+    };
+    auto op = async_calls::prepare(lockable, mode, deadline, std::move(done));
+    if (slot.is_connected())
+        slot.assign([op](asio::cancellation_type type) {
+            if (type != asio::cancellation_type::none)
+                async_calls::cancel(*op);
+        });
+    async_calls::start(op);
+}
+
+} // namespace detail
+
+} // namespace sqlock

@@ -1,0 +1,82 @@
+// The compiled members of sqlock/async.hpp's classes: the pool handle, the guard's readers and
+// background release, and async_mutex's set-up and cancellation.
+#include "async/lockable.hpp"
+#include "async/mutex_lockable.hpp"
+#include "sqlock/async.hpp"
+
+namespace sqlock {
+
+async_workers::async_workers() : m_pool(detail::worker_pool::shared()) {}
+
+async_workers::async_workers(std::size_t threads)
+    : m_pool(std::make_shared<detail::worker_pool>(threads)) {}
+
+std::size_t async_workers::size() const noexcept {
+    return m_pool->size();
+}
+
+// --- async_guard ---------------------------------------------------------------------------------
+
+async_guard& async_guard::operator=(async_guard&& other) noexcept {
+    if (this != &other) {
+        if (m_grant)
+            detail::async_calls::release(std::move(m_grant), nullptr);
+        m_grant = std::move(other.m_grant);
+        m_executor = std::move(other.m_executor);
+    }
+    return *this;
+}
+
+async_guard::~async_guard() {
+    if (m_grant)
+        detail::async_calls::release(std::move(m_grant), nullptr);
+}
+
+bool async_guard::owns_lock() const noexcept {
+    return m_grant && m_grant->owns_lock();
+}
+
+std::int64_t async_guard::token() const {
+    if (!m_grant)
+        throw error(errc::lock_lost, "token() of an empty sqlock::async_guard");
+    return m_grant->token();
+}
+
+loss_reason async_guard::lost_reason() const noexcept {
+    return m_grant ? m_grant->lost_reason() : loss_reason::none;
+}
+
+std::stop_token async_guard::stop_token() const noexcept {
+    return m_grant ? m_grant->stop_token() : std::stop_token{};
+}
+
+std::chrono::steady_clock::time_point async_guard::lease_end() const noexcept {
+    return m_grant ? m_grant->lease_end() : std::chrono::steady_clock::time_point::min();
+}
+
+const std::string& async_guard::name() const noexcept {
+    static const std::string none;
+    return m_grant ? m_grant->name() : none;
+}
+
+// --- async_mutex ---------------------------------------------------------------------------------
+
+async_mutex::async_mutex(executor_type executor, database db, std::string name,
+                         mutex_options options, async_options async)
+    : m_executor(std::move(executor)), m_lockable(std::make_shared<detail::mutex_lockable>(
+                                           std::move(db), std::move(name), std::move(options),
+                                           detail::async_access::pool(async.workers))) {}
+
+async_mutex::~async_mutex() {
+    m_lockable->cancel_all();
+}
+
+const std::string& async_mutex::name() const noexcept {
+    return m_lockable->name();
+}
+
+void async_mutex::cancel() noexcept {
+    m_lockable->cancel_all();
+}
+
+} // namespace sqlock
