@@ -22,6 +22,18 @@
 #include <asio/post.hpp>
 #include <asio/prefer.hpp>
 #include <asio/version.hpp>
+
+#if defined(ASIO_HAS_CO_AWAIT)
+#include <asio/awaitable.hpp>
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#endif
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -49,6 +61,7 @@ class async_lockable; // src/async/lockable.hpp: one primitive's asynchronous si
 class async_grant;    // src/async/lockable.hpp: one asynchronous grant
 class async_acquire;  // src/async/acquire.hpp: one acquire in flight
 class async_access;
+class lease_watchdog;
 } // namespace detail
 
 /// A bounded pool of threads that run the blocking parts of asynchronous lock operations:
@@ -120,6 +133,8 @@ struct async_calls {
     static void cancel_all(async_lockable& lockable) noexcept;
     /// The lock name of `lockable`.
     static const std::string& name(const async_lockable& lockable) noexcept;
+    /// async_guard::lease_end() of `grant`.
+    static std::chrono::steady_clock::time_point lease_end(const async_grant& grant) noexcept;
 };
 
 /// Calls `handler` with `args` through its associated executor `ex` (work tracked until
@@ -224,6 +239,7 @@ public:
 
 private:
     friend struct detail::initiate_acquire;
+    friend class detail::lease_watchdog;
     async_guard(std::shared_ptr<detail::async_grant> grant, executor_type executor)
         : m_grant(std::move(grant)), m_executor(std::move(executor)) {}
     std::shared_ptr<detail::async_grant> m_grant;
@@ -356,5 +372,149 @@ void initiate_acquire::operator()(Handler&& handler, std::shared_ptr<async_locka
 }
 
 } // namespace detail
+
+#if defined(ASIO_HAS_CO_AWAIT)
+
+namespace detail {
+
+/// run_while_held()'s watch over one grant, on a strand shared with the work: cancels the work
+/// (terminal) once the grant is lost, or once less than the stop bound is left before its
+/// lease's local end (looked at again when that time comes: renewals move it on).
+class lease_watchdog : public std::enable_shared_from_this<lease_watchdog> {
+public:
+    using strand_type = asio::strand<asio::any_io_executor>;
+    lease_watchdog(strand_type strand, const async_guard& guard,
+                   std::chrono::steady_clock::duration stop_bound)
+        : m_strand(strand), m_timer(strand), m_grant(guard.m_grant),
+          m_stop(guard.stop_token()), m_bound(stop_bound) {}
+
+    /// On the strand, from the work's first step: starts watching.
+    void arm() {
+        auto self = shared_from_this();
+        m_on_loss.emplace(m_stop, [self] { asio::post(self->m_strand, [self] { self->fire(true); }); });
+        wait();
+    }
+    /// From any thread, once the work ended: stops watching (on the strand).
+    void disarm() {
+        m_on_loss.reset();
+        asio::post(m_strand, [self = shared_from_this()] {
+            self->m_done = true;
+            self->m_timer.cancel();
+        });
+    }
+    /// The slot the work's cancellation is bound to.
+    asio::cancellation_slot slot() { return m_signal.slot(); }
+    /// True once the watchdog cancelled the work; `lost()`: because the grant was lost.
+    bool fired() const noexcept { return m_fired.load(); }
+    bool lost() const noexcept { return m_lost.load(); }
+
+private:
+    void wait() {
+        const auto end = async_calls::lease_end(*m_grant);
+        if (end == std::chrono::steady_clock::time_point::min())
+            return fire(true); // released or lost already
+        m_timer.expires_at(end - m_bound);
+        m_timer.async_wait([self = shared_from_this()](std::error_code) { self->on_timer(); });
+    }
+    void on_timer() {
+        if (m_done || m_fired.load())
+            return;
+        const auto end = async_calls::lease_end(*m_grant);
+        if (end != std::chrono::steady_clock::time_point::min() &&
+            std::chrono::steady_clock::now() < end - m_bound)
+            return wait(); // renewed meanwhile
+        fire(false);
+    }
+    void fire(bool lost) {
+        if (m_done || m_fired.load())
+            return;
+        m_lost = lost;
+        m_fired = true;
+        m_timer.cancel();
+        m_signal.emit(asio::cancellation_type::terminal);
+    }
+
+    strand_type m_strand;
+    asio::steady_timer m_timer;
+    const std::shared_ptr<async_grant> m_grant;
+    const std::stop_token m_stop;
+    const std::chrono::steady_clock::duration m_bound;
+    asio::cancellation_signal m_signal;
+    std::optional<std::stop_callback<std::function<void()>>> m_on_loss;
+    bool m_done = false; ///< on the strand only
+    std::atomic<bool> m_fired{false};
+    std::atomic<bool> m_lost{false};
+};
+
+/// The work, started on the strand: arms the watchdog first, so that every cancellation it
+/// emits comes after co_spawn connected the work to its slot.
+template <class T>
+asio::awaitable<T> watched(std::shared_ptr<lease_watchdog> dog, asio::awaitable<T> work) {
+    dog->arm();
+    co_return co_await std::move(work);
+}
+
+/// The error run_while_held() throws for work the watchdog cancelled.
+inline error cancelled_for_lease(const std::string& name, bool lost) {
+    return error(errc::lock_lost,
+                 "work under lock \"" + name + "\" was cancelled: " +
+                     (lost ? std::string("the lock was lost")
+                           : std::string("its lease was about to end (no renewal got through)")));
+}
+
+} // namespace detail
+
+/// Runs `work` while `guard` holds its lock and cancels it (terminal cancellation of the
+/// operation it awaits) before the lease can end: at once when the grant is lost, and once
+/// less than `stop_bound` is left before the lease's local end (async_guard::lease_end(): the
+/// last acquire or renewal + TTL − the safety margin), unless a renewal moved that end on. So
+/// work that stops within `stop_bound` of being cancelled has stopped before anyone else can
+/// be granted the lock. Renewal (mutex_options::renew) keeps long work running; without it the
+/// work is cancelled stop_bound before its single lease ends.
+///
+/// Cancellation is cooperative: `work` must let the cancellation end it (Asio operations do,
+/// with operation_aborted) and must not outlast `stop_bound` afterwards. `work` runs on a
+/// strand of the caller's executor. Returns what `work` returns; when `work` ends with an
+/// exception after the watchdog cancelled it, throws errc::lock_lost instead, saying why (the
+/// guard keeps the grant either way: release it next). Throws errc::lock_lost at once when the
+/// guard holds no valid grant, errc::invalid_argument for a negative stop bound.
+///
+/// Thread: the caller's coroutine; `guard` must outlive the call.
+template <class T, class Rep, class Period>
+asio::awaitable<T> run_while_held(const async_guard& guard, asio::awaitable<T> work,
+                                  std::chrono::duration<Rep, Period> stop_bound) {
+    const auto bound = std::chrono::ceil<std::chrono::steady_clock::duration>(stop_bound);
+    if (bound.count() < 0)
+        throw error(errc::invalid_argument, "run_while_held: negative stop bound");
+    if (!guard.owns_lock())
+        throw error(errc::lock_lost, "run_while_held: the guard holds no valid grant of lock \"" +
+                                         guard.name() + "\"");
+    auto strand = asio::make_strand(co_await asio::this_coro::executor);
+    auto dog = std::make_shared<detail::lease_watchdog>(strand, guard, bound);
+    std::exception_ptr failure;
+    std::optional<std::conditional_t<std::is_void_v<T>, bool, T>> result;
+    try {
+        auto spawned = asio::co_spawn(strand, detail::watched<T>(dog, std::move(work)),
+                                      asio::bind_cancellation_slot(dog->slot(), asio::use_awaitable));
+        if constexpr (std::is_void_v<T>) {
+            co_await std::move(spawned);
+            result.emplace(true);
+        } else {
+            result.emplace(co_await std::move(spawned));
+        }
+    } catch (...) {
+        failure = std::current_exception();
+    }
+    dog->disarm();
+    if (failure) {
+        if (dog->fired())
+            throw detail::cancelled_for_lease(guard.name(), dog->lost());
+        std::rethrow_exception(failure);
+    }
+    if constexpr (!std::is_void_v<T>)
+        co_return std::move(*result);
+}
+
+#endif // ASIO_HAS_CO_AWAIT
 
 } // namespace sqlock

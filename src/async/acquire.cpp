@@ -106,6 +106,10 @@ const std::string& async_calls::name(const async_lockable& lockable) noexcept {
     return lockable.name();
 }
 
+std::chrono::steady_clock::time_point async_calls::lease_end(const async_grant& grant) noexcept {
+    return grant.lease_end();
+}
+
 void async_calls::release(std::shared_ptr<async_grant> grant,
                           std::function<void(loss_reason)> done) noexcept {
     const auto finish = [](std::shared_ptr<async_grant>& g,

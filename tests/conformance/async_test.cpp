@@ -1,0 +1,318 @@
+// The asynchronous locks (sqlock/async.hpp) on every backend x strategy: grant, timed try,
+// cancellation (never a lock left held), loss cancelling the work it guards, fencing across
+// sync and async holders, and a grant that moves between threads.
+#include "backend_fixture.hpp"
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/thread_pool.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/use_future.hpp>
+#include <atomic>
+#include <doctest/doctest.h>
+#include <future>
+#include <sqlock/async.hpp>
+#include <thread>
+
+using namespace std::chrono_literals;
+using test::db;
+using test::unique_name;
+
+namespace {
+
+/// An io_context run by a thread of its own for the length of a test.
+struct io_thread {
+    asio::io_context io;
+    asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+    std::thread thread{[this] { io.run(); }};
+    ~io_thread() {
+        work.reset();
+        io.stop();
+        thread.join();
+    }
+};
+
+/// What a callback completion delivered.
+struct outcome {
+    std::exception_ptr error;
+    sqlock::async_guard guard;
+};
+
+bool aborted(const std::exception_ptr& e) {
+    try {
+        if (e)
+            std::rethrow_exception(e);
+    } catch (const std::system_error& s) {
+        return s.code() == asio::error::operation_aborted;
+    } catch (...) {
+    }
+    return false;
+}
+
+/// True when another handle takes `name` at once (one attempt), then gives it back.
+bool free_now(const std::string& name) {
+    sqlock::mutex other(db(), name, test::opts());
+    if (!other.try_lock())
+        return false;
+    other.unlock();
+    return true;
+}
+
+/// Runs `coro` on `io` and waits for it (rethrowing what it threw).
+template <class T>
+T run_on(asio::io_context& io, asio::awaitable<T> coro) {
+    return asio::co_spawn(io, std::move(coro), asio::use_future).get();
+}
+
+bool lease_strategy() {
+    return test::strategy() != sqlock::strategy::select_for_update;
+}
+
+} // namespace
+
+TEST_SUITE("async") {
+    TEST_CASE("async_lock grants; the guard fences, owns and releases; async_unlock reports") {
+        io_thread t;
+        const auto name = unique_name("async-grant");
+        sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts());
+        auto guard = m.async_lock(asio::use_future).get();
+        REQUIRE(guard);
+        CHECK(guard.owns_lock());
+        CHECK(guard.token() > 0);
+        CHECK(guard.name() == name);
+        CHECK(guard.lease_end() > std::chrono::steady_clock::now());
+        CHECK_FALSE(free_now(name));
+        CHECK(guard.async_unlock(asio::use_future).get() == sqlock::loss_reason::none);
+        CHECK_FALSE(guard);
+        CHECK(free_now(name));
+    }
+
+    TEST_CASE("a coroutine awaits the lock; destroying its guard releases in the background") {
+        io_thread t;
+        const auto name = unique_name("async-coro");
+        sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts());
+        const auto token = run_on(t.io, [&]() -> asio::awaitable<std::int64_t> {
+            auto guard = co_await m.async_lock(asio::use_awaitable);
+            co_return guard.token();
+        }());
+        CHECK(token > 0);
+        CHECK(test::eventually([&] { return free_now(name); }, 5s));
+    }
+
+    TEST_CASE("async_try_lock_for times out with an empty guard; async_try_lock does not wait") {
+        io_thread t;
+        const auto name = unique_name("async-timeout");
+        sqlock::mutex holder(db(), name, test::opts());
+        holder.lock();
+        sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts());
+        const auto start = std::chrono::steady_clock::now();
+        auto guard = m.async_try_lock_for(300ms, asio::use_future).get();
+        const auto waited = std::chrono::steady_clock::now() - start;
+        CHECK_FALSE(guard);
+        CHECK(waited >= 300ms);
+        CHECK(waited < 5s);
+        CHECK_FALSE(m.async_try_lock(asio::use_future).get());
+        holder.unlock();
+        auto later = m.async_try_lock_for(5s, asio::use_future).get();
+        CHECK(later.owns_lock());
+    }
+
+    TEST_CASE("a cancelled wait completes with operation_aborted and leaves nothing held") {
+        io_thread t;
+        const auto name = unique_name("async-cancel");
+        sqlock::mutex holder(db(), name, test::opts());
+        holder.lock();
+        sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts());
+        asio::cancellation_signal signal;
+        std::promise<outcome> done;
+        asio::post(t.io, [&] {
+            m.async_lock(asio::bind_cancellation_slot(
+                signal.slot(), [&](std::exception_ptr e, sqlock::async_guard g) {
+                    done.set_value({e, std::move(g)});
+                }));
+        });
+        std::this_thread::sleep_for(300ms); // it waits now
+        const auto start = std::chrono::steady_clock::now();
+        asio::post(t.io, [&] { signal.emit(asio::cancellation_type::terminal); });
+        auto result = done.get_future().get();
+        CHECK(aborted(result.error));
+        CHECK_FALSE(result.guard);
+        CHECK(std::chrono::steady_clock::now() - start < 3s);
+        holder.unlock();
+        CHECK(free_now(name));
+    }
+
+    TEST_CASE("a grant racing a cancel is given back before the cancel is reported") {
+        io_thread t;
+        const auto name = unique_name("async-race");
+        sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts());
+        for (int round = 0; round < 6; ++round) {
+            sqlock::mutex holder(db(), name, test::opts());
+            holder.lock();
+            asio::cancellation_signal signal;
+            std::promise<outcome> done;
+            asio::post(t.io, [&] {
+                m.async_lock(asio::bind_cancellation_slot(
+                    signal.slot(), [&](std::exception_ptr e, sqlock::async_guard g) {
+                        done.set_value({e, std::move(g)});
+                    }));
+            });
+            std::this_thread::sleep_for(std::chrono::milliseconds(50 + 20 * round));
+            holder.unlock(); // the waiter may be granted now...
+            std::this_thread::sleep_for(std::chrono::milliseconds(5 * round));
+            asio::post(t.io, [&] { signal.emit(asio::cancellation_type::terminal); }); // ...or not
+            auto result = done.get_future().get();
+            if (result.guard) {
+                CHECK_FALSE(result.error);
+                result.guard.async_unlock(asio::use_future).get();
+            } else {
+                CHECK(aborted(result.error));
+            }
+            CHECK(free_now(name)); // either way: nothing left held
+        }
+    }
+
+    TEST_CASE("an acquire waiting for a worker is cancelled at once; cancel() cancels all") {
+        io_thread t;
+        const auto name = unique_name("async-queued");
+        sqlock::mutex holder(db(), name, test::opts());
+        holder.lock();
+        sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts(),
+                              {.workers = sqlock::async_workers(1)});
+        auto first = m.async_lock(asio::use_future);   // takes the one worker
+        auto second = m.async_lock(asio::use_future);  // waits for it
+        std::this_thread::sleep_for(200ms);
+        const auto start = std::chrono::steady_clock::now();
+        m.cancel();
+        CHECK_THROWS_AS(second.get(), std::system_error);
+        CHECK(std::chrono::steady_clock::now() - start < 500ms);
+        CHECK_THROWS_AS(first.get(), std::system_error);
+        holder.unlock();
+        CHECK(free_now(name));
+    }
+
+    TEST_CASE("a guard moves to another thread pool: it still owns, fences and releases there") {
+        asio::thread_pool first(1);
+        asio::thread_pool second(2);
+        const auto name = unique_name("async-threads");
+        sqlock::async_mutex m(first.get_executor(), db(), name, test::opts());
+        auto guard = m.async_lock(asio::use_future).get();
+        const auto token = guard.token();
+        const auto locked_on = std::this_thread::get_id();
+        auto there = asio::co_spawn(
+            second,
+            [&, g = std::move(guard)]() mutable -> asio::awaitable<sqlock::loss_reason> {
+                CHECK(std::this_thread::get_id() != locked_on);
+                CHECK(g.owns_lock());
+                CHECK(g.token() == token);
+                CHECK_FALSE(free_now(name)); // still held by the guard, not by a thread
+                co_return co_await g.async_unlock(asio::use_awaitable);
+            },
+            asio::use_future);
+        CHECK(there.get() == sqlock::loss_reason::none);
+        CHECK(free_now(name));
+        second.join();
+        first.join();
+    }
+
+    TEST_CASE("fencing tokens increase across sync and async holders") {
+        io_thread t;
+        const auto name = unique_name("async-fence");
+        sqlock::async_mutex a(t.io.get_executor(), db(), name, test::opts());
+        sqlock::mutex s(db(), name, test::opts());
+        std::int64_t last = 0;
+        for (int i = 0; i < 4; ++i) {
+            auto g = a.async_lock(asio::use_future).get();
+            CHECK(g.token() > last);
+            last = g.token();
+            g.async_unlock(asio::use_future).get();
+            s.lock();
+            CHECK(s.token() > last);
+            last = s.token();
+            s.unlock();
+        }
+    }
+
+    TEST_CASE("two acquires on one async_mutex are two owners: the second waits for the first") {
+        io_thread t;
+        const auto name = unique_name("async-owners");
+        sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts());
+        auto first = m.async_lock(asio::use_future).get();
+        CHECK_FALSE(m.async_try_lock_for(200ms, asio::use_future).get());
+        auto second = m.async_lock(asio::use_future);
+        first.async_unlock(asio::use_future).get();
+        auto g = second.get();
+        CHECK(g.owns_lock());
+    }
+
+    TEST_CASE("run_while_held cancels the work stop_bound before an unrenewed lease ends") {
+        io_thread t;
+        const auto name = unique_name("async-lease-end");
+        sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts(1500ms));
+        auto guard = m.async_lock(asio::use_future).get();
+        const auto end = guard.lease_end();
+        std::chrono::steady_clock::time_point cancelled_at{};
+        auto work = [&]() -> asio::awaitable<void> {
+            asio::steady_timer timer(co_await asio::this_coro::executor, 30s);
+            try {
+                co_await timer.async_wait(asio::use_awaitable);
+            } catch (...) {
+                cancelled_at = std::chrono::steady_clock::now();
+                throw;
+            }
+        };
+        CHECK_THROWS_WITH_AS(run_on(t.io, sqlock::run_while_held(guard, work(), 400ms)),
+                             doctest::Contains("about to end"), sqlock::error);
+        CHECK(cancelled_at <= end - 400ms + 200ms); // timer slack
+        CHECK(cancelled_at >= end - 400ms);
+        CHECK(cancelled_at < end);
+    }
+
+    TEST_CASE("run_while_held: with renewal the work runs past the TTL and returns its value") {
+        io_thread t;
+        const auto name = unique_name("async-renewed");
+        auto options = test::opts(900ms);
+        options.renew = true;
+        sqlock::async_mutex m(t.io.get_executor(), db(), name, options);
+        auto guard = m.async_lock(asio::use_future).get();
+        auto work = [&]() -> asio::awaitable<int> {
+            asio::steady_timer timer(co_await asio::this_coro::executor, 2s);
+            co_await timer.async_wait(asio::use_awaitable);
+            co_return 42;
+        };
+        CHECK(run_on(t.io, sqlock::run_while_held(guard, work(), 200ms)) == 42);
+        CHECK(guard.owns_lock());
+    }
+
+    TEST_CASE("a lost grant cancels the work run_while_held guards") {
+        // Lost from outside: a force release (lease strategies: the token moves on;
+        // select_for_update on PostgreSQL: the holder's session ends). MariaDB's and SQLite's
+        // select_for_update cannot be released from outside: the lease-end case covers them.
+        if (!lease_strategy() && test::backend().kind != sqlock::backend_kind::postgresql)
+            return;
+        io_thread t;
+        const auto name = unique_name("async-lost");
+        auto options = test::opts(900ms);
+        options.renew = true;
+        sqlock::async_mutex m(t.io.get_executor(), db(), name, options);
+        auto guard = m.async_lock(asio::use_future).get();
+        auto work = [&]() -> asio::awaitable<void> {
+            asio::steady_timer timer(co_await asio::this_coro::executor, 30s);
+            co_await timer.async_wait(asio::use_awaitable);
+        };
+        auto running = asio::co_spawn(t.io, sqlock::run_while_held(guard, work(), 100ms),
+                                      asio::use_future);
+        std::this_thread::sleep_for(100ms);
+        CHECK(db().force_release(name, "async test").released);
+        CHECK_THROWS_WITH_AS(running.get(), doctest::Contains("was lost"), sqlock::error);
+        CHECK_FALSE(guard.owns_lock());
+        CHECK(guard.lost_reason() == sqlock::loss_reason::lost);
+        CHECK(guard.async_unlock(asio::use_future).get() != sqlock::loss_reason::none);
+    }
+}
