@@ -30,7 +30,9 @@ namespace {
 struct io_thread {
     asio::io_context io;
     asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-    std::thread thread{[this] { io.run(); }};
+    std::thread thread{[this] {
+        io.run();
+    }};
     ~io_thread() {
         work.reset();
         io.stop();
@@ -185,8 +187,8 @@ TEST_SUITE("async") {
         holder.lock();
         sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts(),
                               {.workers = sqlock::async_workers(1)});
-        auto first = m.async_lock(asio::use_future);   // takes the one worker
-        auto second = m.async_lock(asio::use_future);  // waits for it
+        auto first = m.async_lock(asio::use_future);  // takes the one worker
+        auto second = m.async_lock(asio::use_future); // waits for it
         std::this_thread::sleep_for(200ms);
         const auto start = std::chrono::steady_clock::now();
         m.cancel();
@@ -306,8 +308,8 @@ TEST_SUITE("async") {
             asio::steady_timer timer(co_await asio::this_coro::executor, 30s);
             co_await timer.async_wait(asio::use_awaitable);
         };
-        auto running = asio::co_spawn(t.io, sqlock::run_while_held(guard, work(), 100ms),
-                                      asio::use_future);
+        auto running =
+            asio::co_spawn(t.io, sqlock::run_while_held(guard, work(), 100ms), asio::use_future);
         std::this_thread::sleep_for(100ms);
         CHECK(db().force_release(name, "async test").released);
         CHECK_THROWS_WITH_AS(running.get(), doctest::Contains("was lost"), sqlock::error);
