@@ -1,7 +1,7 @@
 // Internal: who is asking. An owner id names one thread of one mutex object in one process:
 //   <host>:<pid>:<128-bit random nonce, hex>/<mutex handle>.<thread>
-// (thread 0: the handle itself owns its grants, whichever thread uses it).
 // The nonce makes ids unique across hosts and pid reuse; pid alone or host alone never is.
+// Thread 0: the handle owns its grants, whichever thread uses it (sqlock/async.hpp's locks).
 #pragma once
 
 #include <cstdint>
