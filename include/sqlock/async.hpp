@@ -10,6 +10,7 @@
 
 #include "sqlock/database.hpp"
 #include "sqlock/error.hpp"
+#include "sqlock/leader.hpp"
 #include "sqlock/mutex.hpp"
 
 #include <asio/any_io_executor.hpp>
@@ -158,6 +159,16 @@ struct initiate_acquire {
     void operator()(Handler&& handler, std::shared_ptr<async_lockable> lockable, acquire_mode mode,
                     std::chrono::steady_clock::time_point deadline, asio::any_io_executor io) const;
 };
+
+/// An acquire of `lockable` until `deadline`, completing through `token` with
+/// `void(std::exception_ptr, async_guard)`.
+template <class CompletionToken>
+auto async_acquire_until(const std::shared_ptr<async_lockable>& lockable, acquire_mode mode,
+                         std::chrono::steady_clock::time_point deadline,
+                         const asio::any_io_executor& io, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::exception_ptr, async_guard)>(
+        initiate_acquire{}, token, lockable, mode, deadline, io);
+}
 
 } // namespace detail
 
@@ -323,11 +334,66 @@ public:
 private:
     template <class CompletionToken>
     auto initiate(std::chrono::steady_clock::time_point deadline, CompletionToken&& token) {
-        return asio::async_initiate<CompletionToken, void(std::exception_ptr, async_guard)>(
-            detail::initiate_acquire{}, token, m_lockable, detail::acquire_mode::exclusive,
-            deadline, m_executor);
+        return detail::async_acquire_until(m_lockable, detail::acquire_mode::exclusive, deadline,
+                                           m_executor, std::forward<CompletionToken>(token));
     }
 
+    executor_type m_executor;
+    std::shared_ptr<detail::async_lockable> m_lockable;
+};
+
+/// Leader election, as sqlock::leader_election (the same lock row: synchronous and
+/// asynchronous electors of one name compete in one election), campaigning asynchronously.
+///
+/// A won campaign completes with a guard that is the term: guard.token() is the term (fence
+/// what the leader writes with it), guard.stop_token() is requested when leadership is lost,
+/// and releasing the guard resigns. Leadership is renewed on its own (every ttl/3) while the
+/// guard holds it; run_while_held() stops the leader's work before a term can end unnoticed.
+///
+/// Each campaign is an elector of its own: a second campaign on this object while a guard
+/// leads waits for that term to end (it does not return the current term, as
+/// leader_election::campaign() does). Completions, cancellation, workers and thread safety as
+/// for async_mutex. To see who leads without campaigning, use leader_election::leader()
+/// (blocking: one SELECT).
+class async_leader_election {
+public:
+    /// The executor completions run on when the handler has none of its own.
+    using executor_type = asio::any_io_executor;
+
+    /// Validates like sqlock::leader_election (errc::invalid_argument). Does not contact the
+    /// database and does not campaign.
+    async_leader_election(executor_type executor, database db, std::string name,
+                          leader_options options = {}, async_options async = {});
+    /// Cancels the campaigns still in flight (never blocks); guards (terms) stay valid.
+    ~async_leader_election();
+    async_leader_election(const async_leader_election&) = delete;
+    async_leader_election& operator=(const async_leader_election&) = delete;
+
+    /// The executor given to completions without an associated one.
+    executor_type get_executor() const noexcept { return m_executor; }
+    /// The election name.
+    const std::string& name() const noexcept;
+    /// Cancels every campaign of this object still in flight. Never throws.
+    void cancel() noexcept;
+
+    /// Campaigns until elected; completes with the term's guard.
+    template <class CompletionToken>
+    auto async_campaign(CompletionToken&& token) {
+        return detail::async_acquire_until(m_lockable, detail::acquire_mode::exclusive,
+                                           std::chrono::steady_clock::time_point::max(), m_executor,
+                                           std::forward<CompletionToken>(token));
+    }
+    /// Campaigns for at most `rel` (steady clock, from this call): an empty guard when not
+    /// elected by then.
+    template <class Rep, class Period, class CompletionToken>
+    auto async_try_campaign_for(const std::chrono::duration<Rep, Period>& rel,
+                                CompletionToken&& token) {
+        return detail::async_acquire_until(m_lockable, detail::acquire_mode::exclusive,
+                                           detail::steady_deadline(rel), m_executor,
+                                           std::forward<CompletionToken>(token));
+    }
+
+private:
     executor_type m_executor;
     std::shared_ptr<detail::async_lockable> m_lockable;
 };
@@ -385,13 +451,14 @@ public:
     using strand_type = asio::strand<asio::any_io_executor>;
     lease_watchdog(strand_type strand, const async_guard& guard,
                    std::chrono::steady_clock::duration stop_bound)
-        : m_strand(strand), m_timer(strand), m_grant(guard.m_grant),
-          m_stop(guard.stop_token()), m_bound(stop_bound) {}
+        : m_strand(strand), m_timer(strand), m_grant(guard.m_grant), m_stop(guard.stop_token()),
+          m_bound(stop_bound) {}
 
     /// On the strand, from the work's first step: starts watching.
     void arm() {
         auto self = shared_from_this();
-        m_on_loss.emplace(m_stop, [self] { asio::post(self->m_strand, [self] { self->fire(true); }); });
+        m_on_loss.emplace(m_stop,
+                          [self] { asio::post(self->m_strand, [self] { self->fire(true); }); });
         wait();
     }
     /// From any thread, once the work ended: stops watching (on the strand).
@@ -494,8 +561,9 @@ asio::awaitable<T> run_while_held(const async_guard& guard, asio::awaitable<T> w
     std::exception_ptr failure;
     std::optional<std::conditional_t<std::is_void_v<T>, bool, T>> result;
     try {
-        auto spawned = asio::co_spawn(strand, detail::watched<T>(dog, std::move(work)),
-                                      asio::bind_cancellation_slot(dog->slot(), asio::use_awaitable));
+        auto spawned =
+            asio::co_spawn(strand, detail::watched<T>(dog, std::move(work)),
+                           asio::bind_cancellation_slot(dog->slot(), asio::use_awaitable));
         if constexpr (std::is_void_v<T>) {
             co_await std::move(spawned);
             result.emplace(true);

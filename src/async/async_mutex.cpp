@@ -79,4 +79,42 @@ void async_mutex::cancel() noexcept {
     m_lockable->cancel_all();
 }
 
+// --- async_leader_election
+// -------------------------------------------------------------------------
+
+namespace {
+
+/// A term is a grant of the election's mutex: unique_key, renewed (as leader_election's).
+mutex_options term_options(const leader_options& o) {
+    mutex_options m;
+    m.strategy = strategy::unique_key;
+    m.ttl = o.ttl;
+    m.retry_min = o.retry_min;
+    m.retry_max = o.retry_max;
+    m.renew = true;
+    m.on_lost = o.on_lost;
+    m.on_at_risk = o.on_at_risk;
+    return m;
+}
+
+} // namespace
+
+async_leader_election::async_leader_election(executor_type executor, database db, std::string name,
+                                             leader_options options, async_options async)
+    : m_executor(std::move(executor)), m_lockable(std::make_shared<detail::mutex_lockable>(
+                                           std::move(db), std::move(name), term_options(options),
+                                           detail::async_access::pool(async.workers))) {}
+
+async_leader_election::~async_leader_election() {
+    m_lockable->cancel_all();
+}
+
+const std::string& async_leader_election::name() const noexcept {
+    return m_lockable->name();
+}
+
+void async_leader_election::cancel() noexcept {
+    m_lockable->cancel_all();
+}
+
 } // namespace sqlock

@@ -317,4 +317,37 @@ TEST_SUITE("async") {
         CHECK(guard.lost_reason() == sqlock::loss_reason::lost);
         CHECK(guard.async_unlock(asio::use_future).get() != sqlock::loss_reason::none);
     }
+
+    TEST_CASE("async leader election: a term fenced above the sync elector's, resign by release") {
+        if (test::strategy() != sqlock::strategy::unique_key)
+            return; // elections are unique_key locks: once per backend
+        io_thread t;
+        const auto name = unique_name("async-leader");
+        sqlock::leader_election sync_elector(db(), name, {.ttl = 5s});
+        const auto first_term = sync_elector.campaign();
+        sqlock::async_leader_election e(t.io.get_executor(), db(), name, {.ttl = 5s});
+        CHECK_FALSE(e.async_try_campaign_for(200ms, asio::use_future).get());
+        auto campaign = e.async_campaign(asio::use_future);
+        sync_elector.resign();
+        auto term = campaign.get();
+        REQUIRE(term);
+        CHECK(term.token() > first_term);
+        const auto who = sync_elector.leader();
+        REQUIRE(who);
+        CHECK(who->term == term.token());
+        CHECK_FALSE(sync_elector.try_campaign());
+        CHECK(term.async_unlock(asio::use_future).get() == sqlock::loss_reason::none);
+        CHECK_FALSE(sync_elector.leader());
+        auto cancelled = sqlock::async_leader_election(t.io.get_executor(), db(), name)
+                             .async_try_campaign_for(1s, asio::use_future);
+        // (the elector was destroyed at once: its campaign was cancelled, or won before that)
+        try {
+            auto g = cancelled.get();
+            if (g)
+                g.async_unlock(asio::use_future).get();
+        } catch (const std::system_error& e2) {
+            CHECK(e2.code() == asio::error::operation_aborted);
+        }
+        CHECK(sync_elector.try_campaign());
+    }
 }
