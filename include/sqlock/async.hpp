@@ -471,6 +471,13 @@ public:
     }
     /// The slot the work's cancellation is bound to.
     asio::cancellation_slot slot() { return m_signal.slot(); }
+    /// From any thread: passes a cancellation of the caller on to the work (on the strand).
+    void forward(asio::cancellation_type type) {
+        asio::post(m_strand, [self = shared_from_this(), type] {
+            if (!self->m_done)
+                self->m_signal.emit(type);
+        });
+    }
     /// True once the watchdog cancelled the work; `lost()`: because the grant was lost.
     bool fired() const noexcept { return m_fired.load(); }
     bool lost() const noexcept { return m_lost.load(); }
@@ -546,6 +553,9 @@ inline error cancelled_for_lease(const std::string& name, bool lost) {
 /// guard keeps the grant either way: release it next). Throws errc::lock_lost at once when the
 /// guard holds no valid grant, errc::invalid_argument for a negative stop bound.
 ///
+/// Cancelling the coroutine that awaits run_while_held() cancels `work` the same way (its
+/// exception is then rethrown as it is).
+///
 /// Thread: the caller's coroutine; `guard` must outlive the call.
 template <class T, class Rep, class Period>
 asio::awaitable<T> run_while_held(const async_guard& guard, asio::awaitable<T> work,
@@ -560,6 +570,11 @@ asio::awaitable<T> run_while_held(const async_guard& guard, asio::awaitable<T> w
     auto dog = std::make_shared<detail::lease_watchdog>(strand, guard, bound);
     std::exception_ptr failure;
     std::optional<std::conditional_t<std::is_void_v<T>, bool, T>> result;
+    // Cancelling the caller cancels the work too.
+    asio::cancellation_state caller_state = co_await asio::this_coro::cancellation_state;
+    auto caller = caller_state.slot();
+    if (caller.is_connected())
+        caller.assign([dog](asio::cancellation_type type) { dog->forward(type); });
     try {
         auto spawned =
             asio::co_spawn(strand, detail::watched<T>(dog, std::move(work)),
@@ -573,6 +588,8 @@ asio::awaitable<T> run_while_held(const async_guard& guard, asio::awaitable<T> w
     } catch (...) {
         failure = std::current_exception();
     }
+    if (caller.is_connected())
+        caller.clear();
     dog->disarm();
     if (failure) {
         if (dog->fired())

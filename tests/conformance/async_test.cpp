@@ -292,6 +292,28 @@ TEST_SUITE("async") {
         CHECK(guard.owns_lock());
     }
 
+    TEST_CASE("cancelling the caller of run_while_held cancels the work (not a loss)") {
+        io_thread t;
+        const auto name = unique_name("async-caller-cancel");
+        sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts());
+        auto guard = m.async_lock(asio::use_future).get();
+        auto work = [&]() -> asio::awaitable<void> {
+            asio::steady_timer timer(co_await asio::this_coro::executor, 30s);
+            co_await timer.async_wait(asio::use_awaitable);
+        };
+        asio::cancellation_signal signal;
+        std::promise<std::exception_ptr> done;
+        asio::post(t.io, [&] {
+            asio::co_spawn(t.io, sqlock::run_while_held(guard, work(), 100ms),
+                           asio::bind_cancellation_slot(
+                               signal.slot(), [&](std::exception_ptr e) { done.set_value(e); }));
+        });
+        std::this_thread::sleep_for(200ms);
+        asio::post(t.io, [&] { signal.emit(asio::cancellation_type::terminal); });
+        CHECK(aborted(done.get_future().get()));
+        CHECK(guard.owns_lock()); // the guard keeps its grant
+    }
+
     TEST_CASE("a lost grant cancels the work run_while_held guards") {
         // Lost from outside: a force release (lease strategies: the token moves on;
         // select_for_update on PostgreSQL: the holder's session ends). MariaDB's and SQLite's
