@@ -69,7 +69,8 @@ class lease_watchdog;
 /// the statements of drivers without a non-blocking interface, and waits in SQLite's file
 /// locks. Each acquire occupies one of its `size()` threads from its start until it completes
 /// (granted, timed out, cancelled or failed); acquires beyond that wait for a free thread, in
-/// the order they were started, and their deadlines and cancellation apply while they wait.
+/// the order they were started. Cancelling one that waits completes it at once; a deadline
+/// that passes while it waits is seen when a thread takes it up (it then makes one attempt).
 /// Releases run on one more thread of their own, so that a release never waits behind
 /// acquires (which may be waiting for that very release).
 ///
@@ -318,7 +319,7 @@ public:
                         std::forward<CompletionToken>(token));
     }
     /// Acquires the lock, giving up after `rel` (steady clock, from this call; time spent
-    /// waiting for a worker counts): completes with an empty guard then.
+    /// waiting for a worker counts, see async_workers): completes with an empty guard then.
     template <class Rep, class Period, class CompletionToken>
     auto async_try_lock_for(const std::chrono::duration<Rep, Period>& rel,
                             CompletionToken&& token) {
