@@ -143,15 +143,15 @@ struct async_calls {
 /// then), after clearing its cancellation slot.
 template <class Handler, class Executor, class... Args>
 void complete_later(std::shared_ptr<std::optional<Handler>> box, Executor ex, Args... args) {
-    auto work = asio::prefer(ex, asio::execution::outstanding_work.tracked);
-    asio::post(work, [box = std::move(box), ... args = std::move(args)]() mutable {
-        auto slot = asio::get_associated_cancellation_slot(**box);
-        if (slot.is_connected())
-            slot.clear();
-        Handler handler = std::move(**box);
-        box->reset();
-        std::move(handler)(std::move(args)...);
-    });
+    asio::post(asio::prefer(std::move(ex), asio::execution::outstanding_work.tracked),
+               [box = std::move(box), ... args = std::move(args)]() mutable {
+                   auto slot = asio::get_associated_cancellation_slot(**box);
+                   if (slot.is_connected())
+                       slot.clear();
+                   Handler handler = std::move(**box);
+                   box->reset();
+                   std::move(handler)(std::move(args)...);
+               });
 }
 
 /// The initiation of every asynchronous acquire (async_initiate).
@@ -242,8 +242,8 @@ public:
                     detail::complete_later(std::move(box), ex, loss_reason::none);
                     return;
                 }
-                detail::async_calls::release(std::move(grant), [box, ex](loss_reason how) {
-                    detail::complete_later(box, ex, how);
+                detail::async_calls::release(std::move(grant), [box, ex](loss_reason how) mutable {
+                    detail::complete_later(std::move(box), std::move(ex), how);
                 });
             },
             token, std::move(m_grant), m_executor);
@@ -409,25 +409,21 @@ void initiate_acquire::operator()(Handler&& handler, std::shared_ptr<async_locka
     auto slot = asio::get_associated_cancellation_slot(handler);
     const auto ex = asio::get_associated_executor(handler, io);
     auto box = std::make_shared<std::optional<handler_type>>(std::forward<Handler>(handler));
-    auto done = [box, ex, io](acquire_result r) {
+    // Called once, on a worker thread or the cancelling one: hands everything it holds to the
+    // completion (nothing of the result, an exception least of all, is released on that thread
+    // after the handler may have run).
+    auto done = [box, ex, io](acquire_result r) mutable {
         using how = acquire_result::outcome;
-        switch (r.how) {
-        case how::granted:
-            complete_later(box, ex, std::exception_ptr{}, async_guard(std::move(r.grant), io));
-            break;
-        case how::timed_out:
-            complete_later(box, ex, std::exception_ptr{}, async_guard{});
-            break;
-        case how::cancelled:
-            complete_later(box, ex,
-                           std::make_exception_ptr(
-                               std::system_error(make_error_code(asio::error::operation_aborted))),
-                           async_guard{});
-            break;
-        case how::failed:
-            complete_later(box, ex, r.error, async_guard{});
-            break;
-        }
+        std::exception_ptr error;
+        async_guard guard;
+        if (r.how == how::granted)
+            guard = async_guard(std::move(r.grant), std::move(io));
+        else if (r.how == how::cancelled)
+            error = std::make_exception_ptr(
+                std::system_error(make_error_code(asio::error::operation_aborted)));
+        else if (r.how == how::failed)
+            error = std::move(r.error);
+        complete_later(std::move(box), std::move(ex), std::move(error), std::move(guard));
     };
     auto op = async_calls::prepare(lockable, mode, deadline, std::move(done));
     if (slot.is_connected())

@@ -66,10 +66,42 @@ bool free_now(const std::string& name) {
     return true;
 }
 
-/// Runs `coro` on `io` and waits for it (rethrowing what it threw).
+/// Runs `coro` on `io` and waits for it (for coroutines that do not throw: see below).
 template <class T>
 T run_on(asio::io_context& io, asio::awaitable<T> coro) {
     return asio::co_spawn(io, std::move(coro), asio::use_future).get();
+}
+
+// Completions that carry an exception are taken by callbacks here, never through use_future:
+// the future's shared state (and the exception in it) may be freed by the thread that ran the
+// handler, through reference counts inside libstdc++ that ThreadSanitizer cannot see.
+
+/// A callback that stores an acquire's outcome in `p`.
+auto into(std::promise<outcome>& p) {
+    return [&p](std::exception_ptr e, sqlock::async_guard g) {
+        p.set_value({e, std::move(g)});
+    };
+}
+
+/// Runs `coro` on `io` and returns what it threw (null when it returned).
+std::exception_ptr failure_of(asio::io_context& io, asio::awaitable<void> coro) {
+    std::promise<std::exception_ptr> done;
+    asio::post(io, [&] {
+        asio::co_spawn(io, std::move(coro), [&](std::exception_ptr e) { done.set_value(e); });
+    });
+    return done.get_future().get();
+}
+
+/// The message of `e` when it is a sqlock::error ("" otherwise).
+std::string sqlock_message(const std::exception_ptr& e) {
+    try {
+        if (e)
+            std::rethrow_exception(e);
+    } catch (const sqlock::error& x) {
+        return x.what();
+    } catch (...) {
+    }
+    return {};
 }
 
 bool lease_strategy() {
@@ -168,8 +200,13 @@ TEST_SUITE("async") {
             std::this_thread::sleep_for(std::chrono::milliseconds(50 + 20 * round));
             holder.unlock(); // the waiter may be granted now...
             std::this_thread::sleep_for(std::chrono::milliseconds(5 * round));
-            asio::post(t.io, [&] { signal.emit(asio::cancellation_type::terminal); }); // ...or not
+            std::promise<void> emitted; // the signal must outlive its emit
+            asio::post(t.io, [&] {
+                signal.emit(asio::cancellation_type::terminal); // ...or not
+                emitted.set_value();
+            });
             auto result = done.get_future().get();
+            emitted.get_future().get();
             if (result.guard) {
                 CHECK_FALSE(result.error);
                 result.guard.async_unlock(asio::use_future).get();
@@ -187,14 +224,15 @@ TEST_SUITE("async") {
         holder.lock();
         sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts(),
                               {.workers = sqlock::async_workers(1)});
-        auto first = m.async_lock(asio::use_future);  // takes the one worker
-        auto second = m.async_lock(asio::use_future); // waits for it
+        std::promise<outcome> first, second;
+        m.async_lock(into(first));  // takes the one worker
+        m.async_lock(into(second)); // waits for it
         std::this_thread::sleep_for(200ms);
         const auto start = std::chrono::steady_clock::now();
         m.cancel();
-        CHECK_THROWS_AS(second.get(), std::system_error);
+        CHECK(aborted(second.get_future().get().error));
         CHECK(std::chrono::steady_clock::now() - start < 500ms);
-        CHECK_THROWS_AS(first.get(), std::system_error);
+        CHECK(aborted(first.get_future().get().error));
         holder.unlock();
         CHECK(free_now(name));
     }
@@ -269,8 +307,8 @@ TEST_SUITE("async") {
                 throw;
             }
         };
-        CHECK_THROWS_WITH_AS(run_on(t.io, sqlock::run_while_held(guard, work(), 400ms)),
-                             doctest::Contains("about to end"), sqlock::error);
+        const auto e = failure_of(t.io, sqlock::run_while_held(guard, work(), 400ms));
+        CHECK(sqlock_message(e).find("about to end") != std::string::npos);
         CHECK(cancelled_at <= end - 400ms + 200ms); // timer slack
         CHECK(cancelled_at >= end - 400ms);
         CHECK(cancelled_at < end);
@@ -330,11 +368,14 @@ TEST_SUITE("async") {
             asio::steady_timer timer(co_await asio::this_coro::executor, 30s);
             co_await timer.async_wait(asio::use_awaitable);
         };
-        auto running =
-            asio::co_spawn(t.io, sqlock::run_while_held(guard, work(), 100ms), asio::use_future);
+        std::promise<std::exception_ptr> ended;
+        asio::post(t.io, [&] {
+            asio::co_spawn(t.io, sqlock::run_while_held(guard, work(), 100ms),
+                           [&](std::exception_ptr e) { ended.set_value(e); });
+        });
         std::this_thread::sleep_for(100ms);
         CHECK(db().force_release(name, "async test").released);
-        CHECK_THROWS_WITH_AS(running.get(), doctest::Contains("was lost"), sqlock::error);
+        CHECK(sqlock_message(ended.get_future().get()).find("was lost") != std::string::npos);
         CHECK_FALSE(guard.owns_lock());
         CHECK(guard.lost_reason() == sqlock::loss_reason::lost);
         CHECK(guard.async_unlock(asio::use_future).get() != sqlock::loss_reason::none);
@@ -360,16 +401,15 @@ TEST_SUITE("async") {
         CHECK_FALSE(sync_elector.try_campaign());
         CHECK(term.async_unlock(asio::use_future).get() == sqlock::loss_reason::none);
         CHECK_FALSE(sync_elector.leader());
-        auto cancelled = sqlock::async_leader_election(t.io.get_executor(), db(), name)
-                             .async_try_campaign_for(1s, asio::use_future);
-        // (the elector was destroyed at once: its campaign was cancelled, or won before that)
-        try {
-            auto g = cancelled.get();
-            if (g)
-                g.async_unlock(asio::use_future).get();
-        } catch (const std::system_error& e2) {
-            CHECK(e2.code() == asio::error::operation_aborted);
-        }
+        std::promise<outcome> late;
+        sqlock::async_leader_election(t.io.get_executor(), db(), name)
+            .async_try_campaign_for(1s, into(late));
+        // The elector is gone at once: its campaign was cancelled (or won before that).
+        auto result = late.get_future().get();
+        if (result.guard)
+            result.guard.async_unlock(asio::use_future).get();
+        else
+            CHECK(aborted(result.error));
         CHECK(sync_elector.try_campaign());
     }
 }
