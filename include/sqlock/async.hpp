@@ -139,19 +139,25 @@ struct async_calls {
     static std::chrono::steady_clock::time_point lease_end(const async_grant& grant) noexcept;
 };
 
-/// Calls `handler` with `args` through its associated executor `ex` (work tracked until
-/// then), after clearing its cancellation slot.
+/// `ex` with outstanding work tracked: an operation keeps one from its start until it posted its
+/// completion, so that the execution context's run() does not return before.
+template <class Executor>
+auto tracked(const Executor& ex) {
+    return asio::prefer(ex, asio::execution::outstanding_work.tracked);
+}
+
+/// Calls `handler` with `args` through `work` (its associated executor, tracked()), after
+/// clearing its cancellation slot. `work` goes only once the post returned.
 template <class Handler, class Executor, class... Args>
-void complete_later(std::shared_ptr<std::optional<Handler>> box, Executor ex, Args... args) {
-    asio::post(asio::prefer(std::move(ex), asio::execution::outstanding_work.tracked),
-               [box = std::move(box), ... args = std::move(args)]() mutable {
-                   auto slot = asio::get_associated_cancellation_slot(**box);
-                   if (slot.is_connected())
-                       slot.clear();
-                   Handler handler = std::move(**box);
-                   box->reset();
-                   std::move(handler)(std::move(args)...);
-               });
+void complete_later(std::shared_ptr<std::optional<Handler>> box, Executor work, Args... args) {
+    asio::post(work, [box = std::move(box), ... args = std::move(args)]() mutable {
+        auto slot = asio::get_associated_cancellation_slot(**box);
+        if (slot.is_connected())
+            slot.clear();
+        Handler handler = std::move(**box);
+        box->reset();
+        std::move(handler)(std::move(args)...);
+    });
 }
 
 /// The initiation of every asynchronous acquire (async_initiate).
@@ -236,10 +242,10 @@ public:
         return asio::async_initiate<CompletionToken, void(loss_reason)>(
             [](auto handler, std::shared_ptr<detail::async_grant> grant, executor_type io) {
                 using handler_type = std::decay_t<decltype(handler)>;
-                const auto ex = asio::get_associated_executor(handler, io);
+                auto ex = detail::tracked(asio::get_associated_executor(handler, io));
                 auto box = std::make_shared<std::optional<handler_type>>(std::move(handler));
                 if (!grant) {
-                    detail::complete_later(std::move(box), ex, loss_reason::none);
+                    detail::complete_later(std::move(box), std::move(ex), loss_reason::none);
                     return;
                 }
                 detail::async_calls::release(std::move(grant), [box, ex](loss_reason how) mutable {
@@ -283,6 +289,11 @@ private:
 ///
 /// Thread safety: all members may be called from any thread. Acquires in flight when this
 /// object is destroyed are cancelled; guards outlive it.
+///
+/// Lifetime of executors: an operation counts as outstanding work on its completion's executor
+/// from its start until its completion has been posted there (so io_context::run() does not
+/// return before), and a worker thread posts that completion; stopping and destroying the
+/// execution context while operations are in flight is undefined, as for Asio's own I/O objects.
 class async_mutex {
 public:
     /// The executor completions run on when the handler has none of its own.
@@ -407,7 +418,7 @@ void initiate_acquire::operator()(Handler&& handler, std::shared_ptr<async_locka
                                   asio::any_io_executor io) const {
     using handler_type = std::decay_t<Handler>;
     auto slot = asio::get_associated_cancellation_slot(handler);
-    const auto ex = asio::get_associated_executor(handler, io);
+    auto ex = tracked(asio::get_associated_executor(handler, io));
     auto box = std::make_shared<std::optional<handler_type>>(std::forward<Handler>(handler));
     // Called once, on a worker thread or the cancelling one: hands everything it holds to the
     // completion (nothing of the result, an exception least of all, is released on that thread
