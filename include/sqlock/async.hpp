@@ -184,7 +184,9 @@ auto async_acquire_until(const std::shared_ptr<async_lockable>& lockable, acquir
 ///
 /// Empty (operator bool false) when default-made, moved from, released, or returned by a
 /// timed try that timed out. Destroying or assigning over a guard that holds a grant gives
-/// the grant back in the background (on the lock's release thread, never blocking the caller);
+/// the grant back in the background (on the lock's release thread, never blocking the caller),
+/// as outstanding work of the lock's executor until it is done (so its io_context::run() does
+/// not return before): a guard must not outlive that executor's execution context.
 /// async_unlock() does the same and tells when it is done.
 ///
 /// Re-entrancy: none. Each grant has an owner id of its own (one per guard), so asking the same

@@ -17,10 +17,29 @@ std::size_t async_workers::size() const noexcept {
 
 // --- async_guard ---------------------------------------------------------------------------------
 
+namespace {
+
+/// Gives `grant` back in the background, as outstanding work of `executor` until it is done, so
+/// that the guard's io_context::run() does not return (and the program end) before the release.
+void release_in_background(std::shared_ptr<detail::async_grant> grant,
+                           const asio::any_io_executor& executor) noexcept {
+    std::function<void(loss_reason)> done;
+    try {
+        if (executor)
+            done = [work = detail::tracked(executor)](loss_reason) {
+            };
+    } catch (...) {
+        // released all the same, only not waited for
+    }
+    detail::async_calls::release(std::move(grant), std::move(done));
+}
+
+} // namespace
+
 async_guard& async_guard::operator=(async_guard&& other) noexcept {
     if (this != &other) {
         if (m_grant)
-            detail::async_calls::release(std::move(m_grant), nullptr);
+            release_in_background(std::move(m_grant), m_executor);
         m_grant = std::move(other.m_grant);
         m_executor = std::move(other.m_executor);
     }
@@ -29,7 +48,7 @@ async_guard& async_guard::operator=(async_guard&& other) noexcept {
 
 async_guard::~async_guard() {
     if (m_grant)
-        detail::async_calls::release(std::move(m_grant), nullptr);
+        release_in_background(std::move(m_grant), m_executor);
 }
 
 bool async_guard::owns_lock() const noexcept {
