@@ -3,14 +3,19 @@
 #   1. installs the build tools, client libraries and database servers it needs (apt-get);
 #   2. builds with the "ci" preset (warnings are errors), the "asan" preset (ASan+UBSan) and the
 #      "tsan" preset (ThreadSanitizer: the lease keeper, the waiter queue and the listener),
-#      through ccache (a clone in another folder hits the same cache);
+#      through ccache (a clone in another folder hits the same cache); then the previous
+#      release's CLI (tools/upgrade/build_previous.sh: the release tools/upgrade/previous-release
+#      names, cached outside the checkout per commit, built from this clone's git when missing);
 #   3. runs every test of each build on SQLite, PostgreSQL and MariaDB, each build against
 #      throwaway PostgreSQL 15 and MariaDB 10.11 servers of its own on 127.0.0.1
 #      (tools/testdb.sh, with wall clocks the clock tests can step); within a build the backends
 #      run side by side (ctest -j; one test at a time per server). The TSan suite runs beside
 #      the ci suite; then the ASan suite beside a build with only the SQLite backend while every
-#      PostgreSQL/MySQL client file is hidden, and its tests (tests/sqlite_only), and the Debian
-#      packages, built, installed with apt, checked and removed (tests/packages);
+#      PostgreSQL/MySQL client file is hidden, and its tests (tests/sqlite_only), the Debian
+#      packages, built, installed with apt, checked and removed (tests/packages), and the
+#      previous release's CLI against the ci build's on one set of tables, migrated by each in
+#      turn, on every backend and strategy (tests/upgrade/cross_release.sh: mutual exclusion,
+#      strictly increasing tokens, scheduled jobs once per slot);
 #   4. then, side by side: the torture smoke on the ci build, one process per backend
 #      (tools/torture/run.sh --smoke --backend B: every strategy with client kills and a server
 #      crash, the no-fault mode, leader/semaphore/rw modes, both negative controls on SQLite;
@@ -49,12 +54,12 @@ print_table() {
     local i total=$((EPOCHSECONDS - t_start)) verdict=ok
     echo
     echo "=== stages (wall seconds; a stage that starts before the one above ends ran beside it)"
-    printf '%-34s %7s %7s  %s\n' stage start seconds result
+    printf '%-42s %7s %7s  %s\n' stage start seconds result
     for i in "${!names[@]}"; do
-        printf '%-34s %7d %7d  %s\n' "${names[i]}" "${starts[i]}" "${secs[i]}" "${results[i]}"
+        printf '%-42s %7d %7d  %s\n' "${names[i]}" "${starts[i]}" "${secs[i]}" "${results[i]}"
         [[ ${results[i]} == ok ]] || verdict=FAILED
     done
-    printf '%-34s %7s %7d  %s\n' total "" "$total" "$verdict"
+    printf '%-42s %7s %7d  %s\n' total "" "$total" "$verdict"
 }
 trap print_table EXIT
 
@@ -110,6 +115,9 @@ packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev li
           doxygen        # doxygen: the api_docs test (an undocumented public declaration fails)
           scdoc groff-base man-db  # the sqlock(1) page: scdoc builds it, groff checks it renders
           mkdocs mkdocs-material  # the documentation site: the docs_site test builds it
+          abigail-tools  # abidw/abidiff: the capi.abi test (libsqlock-c against its baseline)
+          python3-dev python3-pytest python3-psycopg2 python3-pymysql  # the Python package:
+                         # its extension, its pytest suite, the fenced writes of its tests
           lintian)       # lintian: the Debian packages are checked
 install_missing() {
     local p missing=()
@@ -146,6 +154,11 @@ echo "=== ccache: $(ccache --print-stats | awk -F'\t' '
     $1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { hit += $2 }
     $1 == "cache_miss" { miss = $2 } END { printf "%d hits, %d misses", hit, miss }')"
 ((status == 0)) || exit 1
+# The CLI of the previous release, for the upgrade test below: seconds from the cache, minutes
+# when it must be built (once per release). A failure here fails the run, and that test.
+if ((!quick)); then
+    stage "previous release CLI (build or cache)" tools/upgrade/build_previous.sh
+fi
 
 # ---------------------------------------------------------------- 3. tests of each build
 # The servers run as the unprivileged postgres/mysql users when we are root; they keep their data
@@ -180,6 +193,7 @@ join_stages
 bg_stage "test asan" 20000-21999 test_preset asan
 bg_stage "SQLite only (build and tests)" - tests/sqlite_only/run.sh . build/sqlite-only
 bg_stage "Debian packages" - tests/packages/run.sh .
+bg_stage "previous release x current (every backend)" 30000-31999 tests/upgrade/cross_release.sh . build/ci
 join_stages
 
 # ---------------------------------------------------------------- 4. torture and replication

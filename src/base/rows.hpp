@@ -131,13 +131,26 @@ struct ov_read_row {
 };
 
 /// A fencing token: the one just drawn (fu_next_token), the one a compare-and-set wrote
-/// (ov_acquire, ov_reenter), or another attempt's still marked running (job_stale).
+/// (ov_acquire, ov_reenter; a quorum member's q_acquire, q_renew), or another attempt's still
+/// marked running (job_stale).
 struct token_row {
     static constexpr std::array statements{statement::fu_next_token, statement::ov_acquire,
-                                           statement::ov_reenter, statement::job_stale};
+                                           statement::ov_reenter,    statement::job_stale,
+                                           statement::q_acquire,     statement::q_renew};
     static constexpr auto columns = column_list("token");
     std::int64_t token = 0;
     static token_row decode(const row& r);
+};
+
+/// q_read: a quorum member's row for a name.
+struct quorum_row {
+    static constexpr std::array statements{statement::q_read};
+    static constexpr auto columns = column_list("token", "owner", "version", "ttl_ms");
+    std::int64_t token = 0; ///< the highest token this member accepted for the name
+    std::string owner;      ///< '' when free
+    std::int64_t version = 0;
+    std::int64_t ttl_ms = 0;
+    static quorum_row decode(const row& r);
 };
 
 /// waiters_check: a name, of the two asked about, whose lease is held.
@@ -397,10 +410,10 @@ struct connect_attribute_row {
 template <class... Rows>
 struct row_types {};
 using catalog_row_types =
-    row_types<acquire_unique_key_row, inspect_lock_row, ov_read_row, token_row, held_name_row,
-              uk_queue_enter_row, fu_lock_row, token_hwm_row, lock_listing_row, waiter_row,
-              reap_candidate_row, expired_count_row, clock_step_row, migration_version_row,
-              migrations_compat_row, topology_row, job_now_row, job_attempt_row, job_run_row,
-              job_history_row, job_list_row>;
+    row_types<acquire_unique_key_row, inspect_lock_row, ov_read_row, token_row, quorum_row,
+              held_name_row, uk_queue_enter_row, fu_lock_row, token_hwm_row, lock_listing_row,
+              waiter_row, reap_candidate_row, expired_count_row, clock_step_row,
+              migration_version_row, migrations_compat_row, topology_row, job_now_row,
+              job_attempt_row, job_run_row, job_history_row, job_list_row>;
 
 } // namespace sqlock::detail

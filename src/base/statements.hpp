@@ -5,8 +5,8 @@
 //   - parameters are written $1, $2, ... on every backend (a backend rewrites them to its own
 //     placeholder syntax; a number may appear several times);
 //   - identifiers are written {locks}, {token_seq}, {token_counter}, {migrations}, {token_hwm},
-//     {token_incarnation}, {recover_tokens}, {jobs}, {job_runs}, ... and replaced by the quoted,
-//     prefixed names when a database is opened (database_impl's constructor lists them);
+//     {token_incarnation}, {recover_tokens}, {jobs}, {job_runs}, {quorum}, ... and replaced by the
+//     quoted, prefixed names when a database is opened (database_impl's constructor lists them);
 //   - boolean result columns are cast to integers (0/1);
 //   - result columns that sqlock reads are named (an alias where they are expressions) as
 //     the statement's row type in base/rows.hpp names them, in the same order
@@ -135,6 +135,13 @@ enum class statement : std::size_t {
                        ///<   whose lease is held: a semaphore's queue and a shared mutex's
                        ///<   writer gate (lock_request::defer_to), where the acquire's reply
                        ///<   cannot say
+    // quorum locks (each member database of a quorum_mutex; table {quorum})
+    q_read,    ///< $1 name -> 0..1 row (token, owner, version, ttl_ms)
+    q_create,  ///< $1 name: a free row with token 0 if missing (never fails on a race)
+    q_acquire, ///< $1 name $2 token $3 owner $4 ttl_ms $5 host $6 pid $7 version seen|NULL
+               ///<   -> (token) when accepted | read-back
+    q_renew,   ///< $1 name $2 owner $3 token $4 ttl_ms -> (token) when ours | read-back
+    q_release, ///< $1 name $2 owner $3 token -> affected rows
     count_
 };
 
@@ -206,6 +213,11 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "topology",
     "cluster_session",
     "waiters_check",
+    "q_read",
+    "q_create",
+    "q_acquire",
+    "q_renew",
+    "q_release",
 };
 
 // A statement added to the enum without a file name here would silently get an empty name.

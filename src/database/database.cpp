@@ -114,7 +114,7 @@ database_impl::database_impl(connection_config config, const connect_options& op
          {"locks", "token_seq", "token_counter", "migrations", "locks_expires_idx",
           "locks_token_on_insert", "holds", "audit", "locks_token_on_update", "token_hwm",
           "token_incarnation", "recover_tokens", "clock_steps", "jobs", "job_runs",
-          "job_runs_slot_idx", "job_runs_started_idx", "job_runs_prune_idx"}) {
+          "job_runs_slot_idx", "job_runs_started_idx", "job_runs_prune_idx", "quorum"}) {
         m_identifiers.emplace_back(table, quote_identifier(m_config.kind, prefix + table));
     }
     m_locks_table = prefix + "locks";
@@ -266,7 +266,7 @@ const std::string& database::table_prefix() const noexcept {
     return m_impl->options().table_prefix;
 }
 
-database connect(std::string_view url, const connect_options& options) {
+database detail::open_unconnected(std::string_view url, const connect_options& options) {
     auto config = detail::parse_url(url);
     if (!options.password_file.empty() && !detail::traits_of(config.kind).local_file) {
         if (!config.password.empty())
@@ -276,11 +276,15 @@ database connect(std::string_view url, const connect_options& options) {
                             "\") gives one too: remove the password from the URL");
         config.password = detail::read_password_file(options.password_file);
     }
-    auto impl = std::make_shared<detail::database_impl>(std::move(config), options);
+    return detail::database_access::wrap(
+        std::make_shared<detail::database_impl>(std::move(config), options));
+}
+
+database connect(std::string_view url, const connect_options& options) {
     // Connect once now, so a wrong password or an unreachable server is reported here, and
     // refuse lock tables newer than this library (older ones are reported at the first lock,
     // so that connect() followed by migrate() works).
-    auto db = detail::database_access::wrap(std::move(impl));
+    auto db = detail::open_unconnected(url, options);
     std::optional<detail::connect_deadline> deadline;
     if (options.connect_deadline)
         deadline.emplace(*options.connect_deadline);

@@ -259,6 +259,12 @@ public:
     static database wrap(std::shared_ptr<database_impl> impl) { return database(std::move(impl)); }
 };
 
+/// A handle to the database of `url` that has not connected yet: what connect() does but its
+/// first connection and schema check (the first statement connects). For members of a quorum,
+/// which must not fail to be made because one of them is down. Throws errc::invalid_argument
+/// for a malformed URL or options, and what reading options.password_file throws.
+database open_unconnected(std::string_view url, const connect_options& options);
+
 /// The implementation behind `db` (shared by its copies; lives as long as one of them).
 inline database_impl& impl_of(const database& db) noexcept {
     return *database_access::impl(db);

@@ -190,12 +190,13 @@ std::string detail::database_impl::migration_script() const {
 
 int database::expected_schema_version(backend_kind kind) {
     (void)kind; // every backend has the same migration versions (a unit test checks)
-    return 8;
+    return 9;
 }
 
 int database::oldest_usable_schema_version(backend_kind kind) {
     (void)kind;
-    // Schema 8 only records each migration's compatibility: nothing a lock reads or writes.
+    // Schema 8 only records each migration's compatibility, and 9 adds the quorum table
+    // (quorum_mutex alone uses it): nothing a lock of schema 7 reads or writes.
     return 7;
 }
 

@@ -195,11 +195,13 @@ TEST_SUITE("status_truth") {
         const auto writing = test::backend().scratch_dir + "/" + name + ".writing";
         const pid_t reader = hold(name, {"--shared"});
         const pid_t writer = spawn_holder(name, {"--exclusive"}, writing);
-        // The writer holds its gate and takes the free slots, then waits for the reader's.
+        // The writer holds its gate and takes the free slots, then waits for the reader's
+        // (awaited together: the gate is shown before the first free slot is taken).
         REQUIRE(test::eventually(
             [&] {
-                return cli({"status", "--name", name})
-                           .second.find("the writer waits for readers") != std::string::npos;
+                const auto shown = cli({"status", "--name", name}).second;
+                return shown.find("the writer waits for readers") != std::string::npos &&
+                       shown.find("collected by the writer") != std::string::npos;
             },
             30s));
         auto [s1, text] = cli({"status", "--name", name});

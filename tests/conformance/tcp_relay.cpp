@@ -73,6 +73,13 @@ void tcp_relay::run() noexcept {
     };
     std::vector<pair> pairs;
     while (!m_stop) {
+        if (m_severed) { // a host gone: its connections die, new ones are closed at once
+            for (const auto& p : pairs) {
+                close(p.client);
+                close(p.server);
+            }
+            pairs.clear();
+        }
         // Frozen: nobody is polled for input, so nothing is read, relayed or accepted.
         std::vector<pollfd> fds;
         if (!m_frozen) {
@@ -94,7 +101,7 @@ void tcp_relay::run() noexcept {
             const int client = accept4(m_listener, nullptr, nullptr, SOCK_CLOEXEC);
             const int server = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
             const auto target = loopback(m_target_port);
-            if (client >= 0 && server >= 0 &&
+            if (client >= 0 && server >= 0 && !m_severed &&
                 connect(server, reinterpret_cast<const sockaddr*>(&target), sizeof target) == 0) {
                 accepted.push_back({client, server});
             } else {

@@ -1,6 +1,7 @@
 // A TCP relay on 127.0.0.1 to a local server port, to cut one client off from the server the
 // way a network partition does: while frozen, nothing passes in either direction and no
-// connection is closed (no FIN, no RST), so the client's requests just go unanswered.
+// connection is closed (no FIN, no RST), so the client's requests just go unanswered. Severed,
+// it drops its connections instead, as a host that went down.
 #pragma once
 
 #include <atomic>
@@ -27,6 +28,11 @@ public:
     void freeze() noexcept { m_frozen = true; }
     /// Relays again (what was held back goes through).
     void thaw() noexcept { m_frozen = false; }
+    /// Drops every relayed connection and refuses new ones (closed as soon as accepted), as a
+    /// host that went down does: what was in flight is lost, never delivered later.
+    void sever() noexcept { m_severed = true; }
+    /// Accepts and relays new connections again.
+    void heal() noexcept { m_severed = false; }
 
 private:
     void run() noexcept;
@@ -35,6 +41,7 @@ private:
     int m_port = 0;
     int m_target_port = 0;
     std::atomic<bool> m_frozen{false};
+    std::atomic<bool> m_severed{false};
     std::atomic<bool> m_stop{false};
     std::thread m_thread;
 };

@@ -16,8 +16,9 @@
 #                             PATH and SQLOCK_URL set to a migrated SQLite file of the scratch
 #                             directory (a block may export its own); blocks run in file order
 #                             and share the work directory, so a later block may use what an
-#                             earlier one built (./basic); `pkg-config sqlock` describes the build
-#                             tree (BUILD_DIR's libsqlock, the source headers); each ./NAME.sh a
+#                             earlier one built (./basic); `pkg-config sqlock` (and sqlock-c, the C
+#                             API) describes the build tree (BUILD_DIR's libraries, the source
+#                             headers); each ./NAME.sh a
 #                             block names and the work directory lacks is a stub that prints its
 #                             $SQLOCK_TOKEN (the pages' jobs are placeholders). A block with a line
 #                             `export SQLOCK_URL=postgresql://…` runs against a database of its
@@ -31,6 +32,13 @@
 #                             scope, after tests/docs/snippet_prelude.hpp (the stand-ins for the
 #                             application's own code); its leading #include and using lines go
 #                             before that function. Errors name the page's lines.
+#   ```python                 runs as written with Debian's /usr/bin/python3 (not the python3
+#                             first on PATH), in its own process, in SCRATCH_DIR/work with the
+#                             same SQLOCK_URL as the sh blocks and BUILD_DIR/python (the
+#                             package sqlock as built) on PYTHONPATH; no block may take more
+#                             than 120 s. Each block is a whole program (blocks share the work
+#                             directory, not variables). A build without the Python package (no
+#                             BUILD_DIR/python/sqlock) FAILS such a block.
 #   ```sql                    is prepared (PREPARE; without $N parameters: run in a transaction
 #                             that is rolled back) on a PostgreSQL database of its own, migrated
 #                             by the built sqlock, so every table and function of sqlock it names
@@ -93,6 +101,13 @@ Description: sqlock in the build tree $build (tests/docs/check_readme.sh)
 Version: 0
 Libs: -L$build -lsqlock -Wl,-rpath,$build
 Cflags: -I$src/include -I$build/generated/include -std=c++20
+EOF
+cat >"$scratch/pkgconfig/sqlock-c.pc" <<EOF
+Name: sqlock-c
+Description: sqlock's C API in the build tree $build (tests/docs/check_readme.sh)
+Version: 0
+Libs: -L$build -lsqlock-c -Wl,-rpath,$build
+Cflags: -I$src/include
 EOF
 export PATH="$scratch/bin:$PATH"
 export PKG_CONFIG_LIBDIR="$scratch/pkgconfig" PKG_CONFIG_PATH=
@@ -284,6 +299,21 @@ sql_check() {
     fi
 }
 
+# python_check WHERE BLOCK: the block run by Debian's python3 with the built package.
+python_check() {
+    local where=$1 block=$2 rc=0
+    if [[ ! -d $build/python/sqlock ]]; then
+        fail "$where: no Python package in $build/python (SQLOCK_BUILD_PYTHON)"
+        return 0
+    fi
+    echo "--- $where"
+    sed 's/^/    /' "$block"
+    pythons=$((pythons + 1))
+    (cd "$scratch/work" && SQLOCK_URL=$default_url PYTHONPATH=$build/python \
+        PYTHONDONTWRITEBYTECODE=1 timeout 120 /usr/bin/python3 "$block") || rc=$?
+    ((rc == 0)) || fail "$where exited $rc"
+}
+
 # The C++ fragments, compiled together at the end.
 fragments=$scratch/fragments.cpp
 nfragments=0
@@ -310,7 +340,7 @@ add_fragment() { # add_fragment FILE BLOCK FIRST_LINE
     } >>"$fragments"
 }
 
-ran=0 skipped=0 cpp=0 compiled=0 quoted=0 trees=0 sqls=0 dry=0
+ran=0 pythons=0 skipped=0 cpp=0 compiled=0 quoted=0 trees=0 sqls=0 dry=0
 for file in "${files[@]}"; do
     path=$src/$file
     [[ -f $path ]] || { fail "$file: no such file"; continue; }
@@ -426,8 +456,11 @@ for file in "${files[@]}"; do
             (cd "$scratch/work" && SQLOCK_URL=$default_url timeout 120 sh -e "$script") || rc=$?
             ((rc == 0)) || fail "$where exited $rc"
             ;;
+        python)
+            python_check "$where" "$block"
+            ;;
         *)
-            fail "$where is not proven: run it (sh), quote a file (<!-- source: PATH -->)," \
+            fail "$where is not proven: run it (sh, python), quote a file (<!-- source: PATH -->)," \
                 "list paths (<!-- tree -->) or say why not (<!-- not run: REASON -->)"
             ;;
         esac
@@ -448,12 +481,13 @@ if ((nfragments)); then
     fi
 fi
 
-((ran > 0)) || fail "no shell block ran"
+((ran + pythons > 0)) || fail "no shell or Python block ran"
 if ((failures)); then
     echo "check_readme: $failures failure(s)" >&2
     exit 1
 fi
-echo "check_readme: ${*:-README.md}: $ran shell blocks ran as written; $cpp C++ blocks are in" \
+echo "check_readme: ${*:-README.md}: $ran shell blocks ran as written; $pythons Python blocks" \
+    "ran; $cpp C++ blocks are in" \
     "examples/ or compiled ($compiled); $sqls SQL blocks valid on PostgreSQL; $quoted quote" \
     "their sources; $trees trees of paths exist; $skipped not run (above, with the reason;" \
     "the command lines of $dry checked)"

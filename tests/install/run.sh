@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install smoke test: installs the build tree into a temporary prefix, then builds and runs a
-# consumer twice: with find_package(sqlock) and with pkg-config.
+# consumer twice: with find_package(sqlock) and with pkg-config; the same for a C program
+# against the C API (examples/c/lock.c: sqlock::sqlock_c, pkg-config sqlock-c).
 #   run.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -71,4 +72,19 @@ PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --exists sqlock
 g++ -o "$work/pc-consumer" "$src/tests/install/consumer.cpp" \
     $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs sqlock)
 LD_LIBRARY_PATH="$libdir" "$work/pc-consumer" "sqlite://$work/b.db"
+
+# The C API: a C99 program, with CMake (sqlock::sqlock_c, built above) and with pkg-config.
+LD_LIBRARY_PATH="$libdir" "$work/cmake-build/c_consumer" "sqlite://$work/c.db" "$work/c.store"
+PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --exists sqlock-c
+# shellcheck disable=SC2046
+cc -std=c99 -Wall -Wextra -Wpedantic -Werror -o "$work/pc-c-consumer" "$src/examples/c/lock.c" \
+    $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs sqlock-c)
+LD_LIBRARY_PATH="$libdir" "$work/pc-c-consumer" "sqlite://$work/c.db" "$work/c.store" |
+    grep "older token.*refused" >/dev/null
+# libsqlock-c exports the C API and nothing else.
+if nm -D --defined-only "$libdir/libsqlock-c.so.1" | awk '{ print $3 }' | grep -v '^sqlock_' |
+    grep -v '^SQLOCK_C_'; then
+    echo "libsqlock-c.so.1 exports symbols outside the C API (above)" >&2
+    exit 1
+fi
 echo "install smoke test passed"

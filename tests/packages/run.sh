@@ -9,6 +9,12 @@
 #   - `ldd` of sqlock and libsqlock lists no database client library; each module lists its own;
 #   - tests/install's consumer builds against the installed headers with CMake (also with
 #     find_package(sqlock COMPONENTS sqlite)) and with pkg-config, and runs;
+#   - the C API: libsqlock-c1 holds libsqlock-c.so.1, which exports the sqlock_* functions
+#     only; a C program (examples/c/lock.c) builds against the installed sqlock.h with
+#     pkg-config sqlock-c and with CMake (sqlock::sqlock_c), and runs;
+#   - python3-sqlock: Debian's python3 imports sqlock from /usr/lib/python3/dist-packages (no
+#     PYTHONPATH), its extension loads the installed libsqlock-c, and a lock, a semaphore and an
+#     asyncio lock work on SQLite;
 #   - sqlock-doc's site opens: /usr/share/doc/sqlock-doc/html/index.html is HTML whose
 #     stylesheets, scripts and every relative link of every page are installed files
 #     (tests/docs/check_site.py --installed), it is registered with doc-base, and removing the
@@ -45,7 +51,7 @@ for deb in "${debs[@]}"; do
         exit 1
     fi
 done
-expected="libsqlock-dev libsqlock0 libsqlock0-mysql libsqlock0-postgresql libsqlock0-sqlite sqlock sqlock-doc"
+expected="libsqlock-c1 libsqlock-dev libsqlock0 libsqlock0-mysql libsqlock0-postgresql libsqlock0-sqlite python3-sqlock sqlock sqlock-doc"
 if [[ $(printf '%s\n' "${packages[@]}" | sort | xargs) != "$expected" ]]; then
     echo "packages: built ${packages[*]}, expected $expected" >&2
     exit 1
@@ -68,7 +74,7 @@ MANWIDTH=80 man sqlock 2>/dev/null | grep 'sqlock' >/dev/null
 
 drivers='libpq|libpqxx|libmysqlcppconn|libmariadb|libsqlite3'
 libdir=$(dirname "$(realpath /usr/lib/*/libsqlock.so.0)")
-for binary in /usr/bin/sqlock "$libdir/libsqlock.so.0"; do
+for binary in /usr/bin/sqlock "$libdir/libsqlock.so.0" "$libdir/libsqlock-c.so.1"; do
     if ldd "$binary" | grep -E "$drivers"; then
         echo "packages: $binary loads a database client library" >&2
         exit 1
@@ -90,6 +96,48 @@ pkg-config --exists sqlock sqlock-sqlite sqlock-postgresql sqlock-mysql
 # shellcheck disable=SC2046
 g++ -o "$work/pc-consumer" "$src/tests/install/consumer.cpp" $(pkg-config --cflags --libs sqlock)
 "$work/pc-consumer" "sqlite://$work/b.db"
+
+# The C API, as a C program sees it: the header from libsqlock-dev, the library from
+# libsqlock-c1 (and nothing exported but the C API).
+if nm -D --defined-only "$libdir/libsqlock-c.so.1" | awk '{ print $3 }' | grep -v '^sqlock_' |
+    grep -v '^SQLOCK_C_'; then
+    echo "packages: libsqlock-c.so.1 exports symbols outside the C API (above)" >&2
+    exit 1
+fi
+"$work/cmake-build/c_consumer" "sqlite://$work/c.db" "$work/c.store"
+# shellcheck disable=SC2046
+cc -std=c99 -Wall -Wextra -Wpedantic -Werror -o "$work/pc-c-consumer" "$src/examples/c/lock.c" \
+    $(pkg-config --cflags --libs sqlock-c)
+"$work/pc-c-consumer" "sqlite://$work/c.db" "$work/c.store" | grep "older token.*refused" >/dev/null
+
+# The Python package, as Debian's python3 finds it: nothing on PYTHONPATH.
+module=$(cd "$work" && env -u PYTHONPATH /usr/bin/python3 -c \
+    'import sqlock._sqlock as m; print(m.__file__)')
+if [[ $module != /usr/lib/python3/dist-packages/sqlock/_sqlock.cpython-311-*.so ]]; then
+    echo "packages: python3 imports sqlock's extension from $module" >&2
+    exit 1
+fi
+resolved=$(ldd "$module" | awk '$1 == "libsqlock-c.so.1" { print $3 }')
+if [[ -z $resolved || $(realpath "$resolved") != $(realpath "$libdir/libsqlock-c.so.1") ]]; then
+    echo "packages: $module loads libsqlock-c.so.1 from '$resolved', not $libdir" >&2
+    exit 1
+fi
+(cd "$work" && env -u PYTHONPATH /usr/bin/python3 - "sqlite://$work/py.db" <<'PYTHON'
+import asyncio, sys
+import sqlock
+db = sqlock.connect(sys.argv[1])
+db.migrate()
+with sqlock.Mutex(db, "packages-python") as lock:
+    assert lock.owns_lock() and lock.token > 0
+with sqlock.Semaphore(db, "packages-python-sem", 2) as sem:
+    assert sem.owns_permit()
+async def main():
+    async with sqlock.Mutex(db, "packages-python") as lock:
+        assert lock.token > 1
+asyncio.run(main())
+print("packages: python3-sqlock", sqlock.__version__, "takes locks")
+PYTHON
+)
 
 # The documentation site: HTML for every architecture, depending on nothing; its index opens.
 site=/usr/share/doc/sqlock-doc/html

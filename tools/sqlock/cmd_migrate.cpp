@@ -7,6 +7,25 @@
 
 namespace sqlock::cli {
 
+namespace {
+
+/// Migrates the database of `url` and says what changed.
+void migrate_one(const std::string& url, sqlock::connect_options connect,
+                 const sqlock::migrate_options& migrating) {
+    connect.check_schema = false; // migrate is how an old schema gets current
+    auto db = sqlock::connect(url, connect);
+    const int before = db.schema_version();
+    db.migrate(migrating);
+    const int after = db.schema_version();
+    if (before == after)
+        std::cout << "schema is up to date (version " << after << ") in " << db.url() << "\n";
+    else
+        std::cout << "migrated " << db.url() << " from version " << before << " to " << after
+                  << "\n";
+}
+
+} // namespace
+
 int cmd_migrate(const options& o) {
     bool print = false;
     bool status = false;
@@ -31,6 +50,8 @@ int cmd_migrate(const options& o) {
     }
     if (migrating.lock_wait.count() < 1)
         throw usage_error("migrate: --lock-wait must be at least 1ms");
+    if ((status || print) && o.urls.size() > 1)
+        throw usage_error("migrate --status and --print take one --url");
     if (status) {
         auto connect = o.connect;
         connect.check_schema = false; // reporting versions is the point
@@ -52,19 +73,11 @@ int cmd_migrate(const options& o) {
         std::cout << sqlock::migration_script_for(o.url, o.connect);
         return exit_ok;
     }
-    auto connect = o.connect;
-    connect.check_schema = false; // migrate is how an old schema gets current
     if (o.url.empty())
         throw usage_error("no database: pass --url URL or set SQLOCK_URL");
-    auto db = sqlock::connect(o.url, connect);
-    const int before = db.schema_version();
-    db.migrate(migrating);
-    const int after = db.schema_version();
-    if (before == after)
-        std::cout << "schema is up to date (version " << after << ") in " << db.url() << "\n";
-    else
-        std::cout << "migrated " << db.url() << " from version " << before << " to " << after
-                  << "\n";
+    // Several --url: the members of a quorum lock, each migrated in turn.
+    for (const auto& url : o.urls.size() > 1 ? o.urls : std::vector<std::string>{o.url})
+        migrate_one(url, o.connect, migrating);
     return exit_ok;
 }
 

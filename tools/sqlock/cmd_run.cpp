@@ -17,6 +17,7 @@
 #include <optional>
 #include <sqlock/job.hpp>
 #include <sqlock/mutex.hpp>
+#include <sqlock/quorum_mutex.hpp>
 #include <sqlock/semaphore.hpp>
 #include <sqlock/shared_mutex.hpp>
 #include <stop_token>
@@ -476,6 +477,71 @@ int run_locked(const options& o, const run_args& r, const job_limits& limits, lo
     return run_holding(m, db, o, r.wait, deadline, limits, watch);
 }
 
+// --- run NAME --url A --url B --url C: a quorum lock ------------------------------------------
+
+/// A quorum_mutex with a mutex's words (for run_command): how its last grant ended is kept
+/// past unlock().
+struct quorum_side {
+    sqlock::quorum_mutex& q;
+    sqlock::loss_reason loss = sqlock::loss_reason::none;
+    void unlock() noexcept {
+        loss = q.lost_reason();
+        q.unlock();
+    }
+    std::int64_t token() const { return q.token(); }
+    const std::string& name() const noexcept { return q.name(); }
+    sqlock::loss_reason last_loss() const noexcept { return loss; }
+    std::string last_error() const { return {}; }
+};
+
+/// What a quorum lock cannot be: a semaphore, a shared mutex, a scheduled job, a row lock.
+void check_quorum_args(const options& o, const run_args& r) {
+    if (o.urls.size() < 3)
+        throw usage_error("a quorum lock needs at least 3 --url (its members), got " +
+                          std::to_string(o.urls.size()));
+    if (r.permits || r.rw != run_args::rw_mode::none || r.is_job())
+        throw usage_error("several --url make a quorum lock, a plain mutex: --permits, --shared, "
+                          "--exclusive, --once-per and --slot need one database");
+    if (r.strategy_given && r.lock.strategy == sqlock::strategy::select_for_update)
+        throw usage_error("a quorum lock is a lease on each member: select_for_update cannot be "
+                          "one (use unique_key, the default)");
+}
+
+/// `run`'s lease and signals for a quorum lock; a member is waited for at most 2 s, and less
+/// than a quarter of the TTL.
+sqlock::quorum_options quorum_options_of(const sqlock::mutex_options& lock) {
+    sqlock::quorum_options q;
+    q.ttl = lock.ttl;
+    q.renew = lock.renew;
+    q.on_lost = lock.on_lost;
+    q.on_at_risk = lock.on_at_risk;
+    q.member_timeout = std::max(milliseconds(1), std::min(milliseconds(2000), lock.ttl / 4));
+    return q;
+}
+
+/// `run NAME` with several --url: the command runs while a majority of the members hold the
+/// lock for us (quorum_mutex).
+int run_quorum(const options& o, const run_args& r, const job_limits& limits, lock_watch& watch) {
+    check_quorum_args(o, r);
+    const auto deadline = deadline_of(r.wait);
+    sqlock::quorum_mutex q(o.urls, r.name, quorum_options_of(r.lock), o.connect);
+    quorum_side side{q};
+    const auto started = steady::now();
+    const bool granted = !r.wait                ? (q.lock(), true)
+                         : r.wait->count() == 0 ? q.try_lock()
+                                                : q.try_lock_until(deadline);
+    const auto took = std::chrono::duration_cast<milliseconds>(steady::now() - started);
+    if (granted && r.wait && took > *r.wait + std::chrono::seconds(1))
+        return give_back_late(side, *r.wait, took);
+    if (!granted) {
+        std::cerr << "sqlock: lock \"" << readable_lock_name(r.name) << "\" not granted within "
+                  << human_ms(r.wait->count()) << " (held on a majority of its " << q.members()
+                  << " members)\n";
+        return exit_timeout;
+    }
+    return run_command(side, o, limits, watch);
+}
+
 } // namespace
 
 int cmd_run(const options& o) {
@@ -492,6 +558,8 @@ int cmd_run(const options& o) {
     r.lock.on_at_risk = [watch](const sqlock::lock_at_risk_event& event) {
         watch->risk(event);
     };
+    if (o.urls.size() > 1)
+        return run_quorum(o, r, limits, *watch);
     if (r.is_job())
         return run_once_per(o, r, limits, *watch);
     if (r.skipped_exit || r.verbose)

@@ -26,6 +26,8 @@ struct usage_error : std::runtime_error {
 /// The command line as parse_args() (main.cpp) reads it.
 struct options {
     std::string url;
+    /// Every --url given, in order: several are the members of a quorum lock (run, migrate).
+    std::vector<std::string> urls;
     sqlock::connect_options connect;
     std::string command;
     std::vector<std::string> args; ///< command arguments before "--"

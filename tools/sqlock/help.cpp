@@ -55,7 +55,8 @@ at once, and beside their lock traffic: each DDL statement waits at most --lock-
 not get its lock is tried again, with pauses, for up to --wait (default 5m), then exit 75.
 With --print, writes the DDL for the URL's backend to stdout instead (nothing is applied; the
 database is not contacted), for a DBA's own migration tool. With --status, lists each
-migration as applied or pending.
+migration as applied or pending. Several --url (a quorum lock's members): each is migrated in
+turn (--print and --status take one).
 )";
 
 const char* const run_help =
@@ -112,6 +113,12 @@ whose lease ran out -> this host takes the slot over and runs CMD. Every attempt
   --skipped-exit N   exit status when the slot was already done (default 0: cron stays quiet)
   --verbose          say on stderr what was decided (skipped, ran, took over)
 --once-per needs a lease strategy (unique_key, optimistic_version) and renewal (no --no-renew).
+
+A quorum lock (the guide "Quorum locks", docs/site/guides/quorum.md): with three or more --url,
+NAME is held on a majority of those independent databases (sqlock::quorum_mutex), so CMD still
+runs while a minority of them is down or cannot be reached; $SQLOCK_TOKEN strictly increases
+across the quorum's grants. A plain lock only: not with --permits, --shared, --exclusive,
+--once-per, --slot or select_for_update. Each member needs `sqlock migrate` (schema 9).
 )";
 
 const char* const history_help =

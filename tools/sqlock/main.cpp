@@ -91,6 +91,7 @@ options parse_args(int argc, char** argv) {
             o.help = true;
         else if (a == "--url") {
             o.url = value();
+            o.urls.push_back(o.url);
             // argv[i] is the URL, or "--url=URL": the password is overwritten either way.
             hide_password(argv[i] + (inline_value ? std::strlen("--url=") : 0));
         } else if (a == "--password-file") {
@@ -183,6 +184,9 @@ int main(int argc, char** argv) {
             }
             throw usage_error(o.args_error);
         }
+        if (o.urls.size() > 1 && o.command != "run" && o.command != "migrate")
+            throw usage_error(o.command + " takes one --url (several are the members of a quorum "
+                                          "lock: for run and migrate)");
         return it->second.first(o);
     } catch (const usage_error& e) {
         std::cerr << "sqlock: " << e.what() << "\n(see sqlock --help)\n";

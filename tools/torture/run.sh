@@ -6,12 +6,12 @@
 #                        [--hold MIN-MAX] [--seed N] [--interval MS] [--liveness-bound MS]
 #                        [--renew on|off|mix] [--build DIR] [--keep] [--control skip-lock|ignore-tokens]
 #                        [--clock-step SECS] [--partition-ms MS]
-#                        [--mode lock|leader|semaphore|rw] [--permits N] [--writer-share PCT]
+#                        [--mode lock|leader|semaphore|rw|quorum] [--permits N] [--writer-share PCT]
 #                        [--reapers N] [--min-grants N]
 #   tools/torture/run.sh --controls     both negative controls; exit 0 only if both are caught
 #   tools/torture/run.sh --smoke [--backend B]
 #                                       every (selected) backend x strategy, short (a few
-#                                       minutes), leader, semaphore and rw mode on every
+#                                       minutes), leader, semaphore, rw and quorum mode on every
 #                                       backend, each run above its floor of grants; the
 #                                       controls with SQLite
 #   tools/torture/run.sh --long [--backend B] [--strategy S] [--duration SECS]
@@ -28,6 +28,8 @@
 # of mutexes; the checker adds rule leader-stop (README.md, "Leader mode").
 # --mode semaphore: sqlock::semaphore with --permits N (2); --mode rw: sqlock::shared_mutex with
 # --permits reader permits, --writer-share PCT (33) of the grants exclusive (README.md).
+# --mode quorum: sqlock::quorum_mutex over three members, lock tables of their own on the
+# backend's server (unique_key); the lock-mode rules (README.md, "Quorum mode").
 # --reapers N: N `sqlock reap` loops (as from N hosts' cron, back to back, no grace) run beside the
 # workers, so that reaping races grants, renewals, takeovers and every fault (README.md).
 # --min-grants N: a run with fewer grants fails (floor=grants<N); so does, always, a run in which
@@ -95,13 +97,16 @@ done
 [[ $CLOCK_STEP =~ ^[1-9][0-9]*$ ]] || die "--clock-step wants whole seconds > 0"
 [[ -z $PARTITION_MS || $PARTITION_MS =~ ^[1-9][0-9]*$ ]] || die "--partition-ms wants MS > 0"
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "--runs wants N > 0"
-[[ $WORKER_MODE =~ ^(lock|leader|semaphore|rw)$ ]] || die "--mode wants lock, leader, semaphore or rw"
+[[ $WORKER_MODE =~ ^(lock|leader|semaphore|rw|quorum)$ ]] ||
+  die "--mode wants lock, leader, semaphore, rw or quorum"
 [[ $PERMITS =~ ^[1-9][0-9]*$ ]] || die "--permits wants N > 0"
 if [[ ! $WRITER_SHARE =~ ^[0-9]+$ ]] || ((WRITER_SHARE > 100)); then die "--writer-share wants 0-100"; fi
 [[ $WORKER_MODE =~ ^(lock|leader)$ || $CONTROL == none ]] ||
   die "--control: the negative controls run in lock mode"
 [[ $WORKER_MODE != leader || $STRATEGIES == unique_key ]] ||
   die "--mode leader: leader_election is built on unique_key (--strategy unique_key)"
+[[ $WORKER_MODE != quorum || $STRATEGIES == unique_key ]] ||
+  die "--mode quorum: a quorum lock is a lease on each member (--strategy unique_key)"
 [[ -z $RESUME_BOUND || $RESUME_BOUND =~ ^[1-9][0-9]*$ ]] || die "--resume-bound wants MS > 0"
 [[ $REAPERS =~ ^[0-9]+$ ]] || die "--reapers wants N >= 0"
 [[ $MIN_GRANTS =~ ^[0-9]+$ ]] || die "--min-grants wants N >= 0"
@@ -568,6 +573,7 @@ mode_label() {
     leader) echo ' mode=leader' ;;
     semaphore) echo " mode=semaphore permits=$PERMITS" ;;
     rw) echo " mode=rw max_readers=$PERMITS writer_share=$WRITER_SHARE" ;;
+    quorum) echo ' mode=quorum members=3' ;;
   esac
 }
 # run_one BACKEND STRATEGY NEMESES DURATION PROCESSES -> prints the summary line; 0 pass, 1 fail
@@ -830,6 +836,9 @@ case $MODE in
     WORKER_MODE=semaphore REAPERS=2 MIN_GRANTS=40; run_matrix kill,stop:2 10 4 || status=1
     REAPERS=0
     WORKER_MODE=rw MIN_GRANTS=25; run_matrix kill,stop:2 10 4 || status=1
+    # quorum_mutex over three members (lock tables of their own on the server), with kills
+    # and stopped holders: fencing and the counter as in lock mode (issue 38).
+    WORKER_MODE=quorum MIN_GRANTS=15; run_matrix kill,stop:2 10 4 || status=1
     STRATEGIES=$saved_strategies WORKER_MODE=lock
     TTL=1500 HOLD=1-80
     MIN_GRANTS=10; run_matrix none 14 6 || status=1

@@ -25,6 +25,10 @@
 // holder at a time). --mode rw: a sqlock::shared_mutex with --permits reader permits; each
 // grant is exclusive (a writer) with probability --writer-share percent, else shared; the grant
 // records the role, and only writers make the fenced write and the counter write.
+//
+// --mode quorum: a sqlock::quorum_mutex over three members, lock tables of their own on --url's
+// server (prefixes tq0_, tq1_, tq2_; migrated by each worker, which is idempotent), with the
+// same loop, fenced write and counter write as lock mode.
 #include "history.hpp"
 
 #include <atomic>
@@ -230,6 +234,42 @@ private:
     sqlock::shared_mutex m;
 };
 
+class quorum_contender final : public contender {
+public:
+    quorum_contender(std::vector<sqlock::database> members, const std::string& name,
+                     sqlock::quorum_options qo)
+        : q(std::move(members), name, std::move(qo)) {}
+    bool try_lock_for(std::chrono::milliseconds wait, bool) override {
+        return q.try_lock_for(wait);
+    }
+    std::int64_t token() const override { return q.token(); }
+    std::string grant_detail(bool) const override { return {}; }
+    std::int64_t session() const override { return 0; }
+    bool owns(bool) const override { return q.owns_lock(); }
+    void unlock(bool) override {
+        loss = q.lost_reason(); // how the grant ended, kept past unlock()
+        q.unlock();
+    }
+    sqlock::loss_reason last_loss() const override { return loss; }
+    std::string last_error() const override { return {}; }
+
+private:
+    sqlock::quorum_mutex q;
+    sqlock::loss_reason loss = sqlock::loss_reason::none;
+};
+
+/// The three members of a quorum-mode worker on `url`'s server, migrated.
+std::vector<sqlock::database> quorum_members(const std::string& url) {
+    std::vector<sqlock::database> members;
+    for (int i = 0; i < 3; ++i) {
+        sqlock::connect_options co;
+        co.table_prefix = "tq" + std::to_string(i) + "_";
+        members.push_back(sqlock::connect(url, co));
+        members.back().migrate();
+    }
+    return members;
+}
+
 bool stop_file_exists(const options& o) {
     return ::access((o.dir + "/stop").c_str(), F_OK) == 0;
 }
@@ -254,8 +294,11 @@ int run(const options& o) {
 
     // Connect with retries: a respawned worker may start while the server restarts.
     std::optional<sqlock::database> db;
+    std::vector<sqlock::database> members; // quorum mode
     while (!skip_lock && !db) {
         try {
+            if (o.mode == "quorum")
+                members = quorum_members(o.url);
             db = sqlock::connect(o.url);
         } catch (const sqlock::error& e) {
             rec(torture::kind::error, 0, {std::string("connect:") + e.what()});
@@ -278,6 +321,14 @@ int run(const options& o) {
                            e.token,
                            {std::string(sqlock::to_string(e.reason))}});
         };
+        if (o.mode == "quorum") {
+            sqlock::quorum_options qo;
+            qo.ttl = mo.ttl;
+            qo.renew = renew;
+            qo.on_lost = mo.on_lost;
+            qo.member_timeout = std::min(std::chrono::milliseconds(2000), mo.ttl / 4);
+            return std::make_unique<quorum_contender>(members, o.name, qo);
+        }
         if (o.mode == "semaphore")
             return std::make_unique<semaphore_contender>(*db, o.name, o.permits, mo);
         if (o.mode == "rw")
@@ -505,8 +556,10 @@ int main(int argc, char** argv) {
             return 2;
         }
         o.strategy = sqlock::parse_strategy(strategy);
-        if (o.mode != "lock" && o.mode != "leader" && o.mode != "semaphore" && o.mode != "rw") {
-            std::cerr << "sqlock_torture_worker: --mode must be lock, leader, semaphore or rw\n";
+        if (o.mode != "lock" && o.mode != "leader" && o.mode != "semaphore" && o.mode != "rw" &&
+            o.mode != "quorum") {
+            std::cerr
+                << "sqlock_torture_worker: --mode must be lock, leader, semaphore, rw or quorum\n";
             return 2;
         }
         if ((o.url.empty() && o.control != "skip-lock") || o.name.empty() || o.dir.empty())

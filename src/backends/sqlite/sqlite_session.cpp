@@ -123,17 +123,7 @@ public:
 protected:
     result do_execute(statement id, std::span<const param> params) override {
         const auto turn = take_turn();
-        if (!m_lock_holder) {
-            // The caller's busy_wait_limit, if any (a lock file's waits are set by fu_wait).
-            const auto limit = busy_wait_limit::current();
-            const int busy_ms =
-                limit ? static_cast<int>(std::min<long long>(limit->count(), m_busy_ms))
-                      : m_busy_ms;
-            if (busy_ms != m_applied_busy_ms) {
-                sqlite3_busy_timeout(m_db.get(), busy_ms);
-                m_applied_busy_ms = busy_ms;
-            }
-        }
+        apply_busy_limit();
         sqlite3_stmt* stmt = prepared(id);
         sqlite3_reset(stmt);
         sqlite3_clear_bindings(stmt);
@@ -199,8 +189,14 @@ public:
         }
     }
     // IMMEDIATE takes the write lock up front: a deferred transaction that later upgrades to a
-    // write can fail with SQLITE_BUSY at once, ignoring the busy timeout.
-    void begin() override { exec_plain("BEGIN IMMEDIATE"); }
+    // write can fail with SQLITE_BUSY at once, ignoring the busy timeout. It waits as long as
+    // a statement would now: not the 10 ms a statement of a lock attempt on this pooled session
+    // was limited to (a job's BEGIN right after its lock was granted failed as "database is
+    // locked" when another process wrote for longer).
+    void begin() override {
+        apply_busy_limit();
+        exec_plain("BEGIN IMMEDIATE");
+    }
     void commit() override {
         if (!m_lock_holder) {
             exec_plain("COMMIT");
@@ -353,6 +349,20 @@ private:
                 folded += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
         }
         return folded.starts_with("ALTERTABLE") && folded.find("ADDCOLUMN") != std::string::npos;
+    }
+
+    /// Sets the busy timeout of a pooled session to the caller's busy_wait_limit, if any, else
+    /// to the session's own (a lock file's waits are set by fu_wait).
+    void apply_busy_limit() {
+        if (m_lock_holder)
+            return;
+        const auto limit = busy_wait_limit::current();
+        const int busy_ms =
+            limit ? static_cast<int>(std::min<long long>(limit->count(), m_busy_ms)) : m_busy_ms;
+        if (busy_ms != m_applied_busy_ms) {
+            sqlite3_busy_timeout(m_db.get(), busy_ms);
+            m_applied_busy_ms = busy_ms;
+        }
     }
 
     void exec_plain(const std::string& sql) {

@@ -134,6 +134,14 @@ token_row token_row::decode(const row& r) {
     return {.token = c.integer("token")};
 }
 
+quorum_row quorum_row::decode(const row& r) {
+    const cells<quorum_row> c(r);
+    return {.token = c.integer("token"),
+            .owner = c.text("owner"),
+            .version = c.integer("version"),
+            .ttl_ms = c.integer("ttl_ms")};
+}
+
 held_name_row held_name_row::decode(const row& r) {
     const cells<held_name_row> c(r);
     return {.name = c.text("name")};

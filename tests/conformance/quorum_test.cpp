@@ -1,0 +1,357 @@
+// sqlock::quorum_mutex over three member databases: exclusion, tokens that rise across
+// different majorities, takeover only after a TTL, renewal, loss, and members that stop
+// answering (docs/site/guides/quorum.md). Members are lock tables of their own on the server
+// under test ("quorum"), cut off through TCP relays ("quorum_server"), or one of each backend
+// ("quorum_mixed").
+#include "backend_fixture.hpp"
+#include "tcp_relay.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+/// Member databases with lock tables of their own (prefixes "<base><i>_<pid>_") on the server
+/// under test; the ones whose index is in `relayed` connect through `relays` (made here).
+std::vector<sqlock::database>
+members_on_this_server(const std::string& base,
+                       std::vector<std::unique_ptr<test::tcp_relay>>* relays = nullptr) {
+    std::vector<sqlock::database> out;
+    for (int i = 0; i < 3; ++i) {
+        auto url = test::backend().url;
+        if (relays) {
+            relays->push_back(std::make_unique<test::tcp_relay>(test::server_port()));
+            url = relays->back()->relayed(url);
+        }
+        auto db = sqlock::connect(url, test::own_tables(base + std::to_string(i)));
+        db.migrate();
+        out.push_back(std::move(db));
+    }
+    return out;
+}
+
+sqlock::quorum_options qopts(std::chrono::milliseconds ttl = 30s) {
+    sqlock::quorum_options o;
+    o.ttl = ttl;
+    o.member_timeout = std::min<std::chrono::milliseconds>(400ms, ttl / 3);
+    return o;
+}
+
+/// Sets the owner of `name`'s row on member `db` to someone else (as a takeover would).
+void steal_row(sqlock::database& db, const std::string& name) {
+    const auto q =
+        db.backend() == sqlock::backend_kind::mysql ? std::string("`") : std::string("\"");
+    test::exec_sql(db, "UPDATE " + q + db.table_prefix() + "quorum" + q +
+                           " SET owner = 'intruder', version = version + 1 WHERE name = '" + name +
+                           "'");
+}
+
+/// A member URL where nothing answers: the backend's URL on a closed port, or for SQLite a file
+/// in a directory that does not exist.
+std::string unreachable_member() {
+    const auto& url = test::backend().url;
+    if (test::backend().kind == sqlock::backend_kind::sqlite)
+        return "sqlite:///nonexistent-quorum-dir/member.db";
+    const auto at = url.rfind('@');
+    const auto host = at == std::string::npos ? url.find("://") + 3 : at + 1;
+    const auto end = url.find('/', host);
+    return url.substr(0, host) + "127.0.0.1:" + std::to_string(test::dead_port()) +
+           (end == std::string::npos ? "" : url.substr(end));
+}
+
+} // namespace
+
+TEST_SUITE("quorum") {
+    TEST_CASE("a quorum lock excludes, and every grant's token is above the last") {
+        auto members = members_on_this_server("qx");
+        const auto name = test::unique_name("quorum");
+        sqlock::quorum_mutex a(members, name, qopts());
+        sqlock::quorum_mutex b(members, name, qopts());
+        CHECK(a.members() == 3);
+        CHECK(a.majority() == 2);
+        REQUIRE(a.try_lock());
+        CHECK(a.owns_lock());
+        const auto first = a.token();
+        CHECK_FALSE(b.try_lock());
+        CHECK_FALSE(b.owns_lock());
+        a.unlock();
+        CHECK_FALSE(a.owns_lock());
+        CHECK(test::error_of([&] { (void)a.token(); }).code() == sqlock::errc::lock_lost);
+        REQUIRE(b.try_lock_for(5s));
+        CHECK(b.token() > first);
+        b.unlock();
+    }
+
+    TEST_CASE("threads contending through quorum locks never overlap; tokens strictly increase") {
+        auto members = members_on_this_server("qt");
+        const auto name = test::unique_name("quorum-threads");
+        std::atomic<int> inside{0};
+        std::atomic<bool> overlap{false};
+        std::mutex log_mutex;
+        std::vector<std::int64_t> tokens;
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 4; ++t) {
+            threads.emplace_back([&] {
+                sqlock::quorum_mutex m(members, name, qopts());
+                for (int round = 0; round < 5; ++round) {
+                    m.lock();
+                    if (inside.fetch_add(1) != 0)
+                        overlap = true;
+                    {
+                        std::lock_guard lock(log_mutex);
+                        tokens.push_back(m.token()); // under the lock: in grant order
+                    }
+                    std::this_thread::sleep_for(2ms);
+                    inside.fetch_sub(1);
+                    m.unlock();
+                }
+            });
+        }
+        for (auto& t : threads)
+            t.join();
+        CHECK_FALSE(overlap.load());
+        REQUIRE(tokens.size() == 20);
+        CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) ==
+              tokens.end());
+    }
+
+    TEST_CASE("a quorum lock is not re-entrant, and bad arguments are refused") {
+        auto members = members_on_this_server("qv");
+        const auto name = test::unique_name("quorum-args");
+        sqlock::quorum_mutex m(members, name, qopts());
+        REQUIRE(m.try_lock());
+        CHECK(test::error_of([&] { m.lock(); }).code() == sqlock::errc::invalid_argument);
+        m.unlock();
+        const auto refused = [&](std::vector<sqlock::database> list, std::string lock_name,
+                                 sqlock::quorum_options o) {
+            return test::error_of([&] {
+                       sqlock::quorum_mutex q(std::move(list), std::move(lock_name), o);
+                   }).code() == sqlock::errc::invalid_argument;
+        };
+        CHECK(refused({members[0], members[1]}, name, qopts()));
+        CHECK(refused({members[0], members[1], members[1]}, name, qopts()));
+        CHECK(refused(members, "", qopts()));
+        CHECK(refused(members, std::string(sqlock::max_name_length + 1, 'x'), qopts()));
+        auto slow = qopts(1s);
+        slow.member_timeout = 600ms; // not below ttl / 2
+        CHECK(refused(members, name, slow));
+    }
+
+    TEST_CASE("members given by URL: one unreachable when the lock is made is only not counted") {
+        test::db(); // the backend's own tables, migrated
+        const auto second = "sqlite://" + test::backend().scratch_dir + "/quorum-url-" +
+                            std::to_string(getpid()) + ".db";
+        sqlock::connect(second).migrate();
+        const std::vector<std::string> urls = {test::backend().url, second, unreachable_member()};
+        const auto name = test::unique_name("quorum-url");
+        sqlock::quorum_mutex a(urls, name, qopts());
+        REQUIRE(a.try_lock_for(5s));
+        const auto first = a.token();
+        a.unlock();
+        REQUIRE(a.try_lock_for(5s));
+        CHECK(a.token() > first);
+        a.unlock();
+        // With a second member unreachable, nothing is granted, and the error says which.
+        const std::vector<std::string> minority = {test::backend().url, unreachable_member(),
+                                                   "sqlite:///nonexistent-quorum-dir/other.db"};
+        sqlock::quorum_mutex b(minority, name, qopts());
+        const auto e = test::error_of([&] { (void)b.try_lock_for(1s); });
+        CHECK(e.code() == sqlock::errc::connection);
+        CHECK(std::string(e.what()).find("1 of 3 members answered") != std::string::npos);
+        // A malformed URL is refused when the lock is made.
+        CHECK(test::error_of([&] {
+                  sqlock::quorum_mutex c({test::backend().url, second, "nonsense://x"}, name);
+              }).code() == sqlock::errc::invalid_argument);
+    }
+
+    TEST_CASE(
+        "a holder that stops renewing is taken over only after its TTL, with a larger token") {
+        auto members = members_on_this_server("qe");
+        const auto name = test::unique_name("quorum-expire");
+        sqlock::quorum_mutex a(members, name, qopts(1200ms));
+        sqlock::quorum_mutex b(members, name, qopts(1200ms));
+        REQUIRE(a.try_lock());
+        const auto held_token = a.token();
+        const auto start = clock_type::now();
+        REQUIRE(b.try_lock_for(10s));
+        // b saw a's rows unchanged for a's TTL first, so a's own lease had ended before.
+        CHECK(clock_type::now() - start >= 1200ms);
+        CHECK_FALSE(a.owns_lock());
+        CHECK(b.token() > held_token);
+        b.unlock();
+        a.unlock(); // its rows are b's now: nothing of b's is given back
+        sqlock::quorum_mutex c(members, name, qopts(1200ms));
+        CHECK(c.try_lock());
+    }
+
+    TEST_CASE("renewal keeps a quorum lock past its TTL") {
+        auto members = members_on_this_server("qr");
+        const auto name = test::unique_name("quorum-renew");
+        auto o = qopts(900ms);
+        o.renew = true;
+        sqlock::quorum_mutex a(members, name, o);
+        sqlock::quorum_mutex b(members, name, qopts(900ms));
+        REQUIRE(a.try_lock());
+        CHECK_FALSE(b.try_lock_for(2500ms)); // three TTLs: a's renewals keep it
+        CHECK(a.owns_lock());
+        a.unlock();
+        CHECK(b.try_lock_for(2s));
+    }
+
+    TEST_CASE("a quorum lock whose rows were taken on a majority of members is reported lost") {
+        auto members = members_on_this_server("ql");
+        const auto name = test::unique_name("quorum-lost");
+        test::lost_probe lost;
+        auto o = qopts(1500ms);
+        o.renew = true;
+        o.on_lost = lost.callback();
+        sqlock::quorum_mutex a(members, name, o);
+        REQUIRE(a.try_lock());
+        steal_row(members[0], name);
+        steal_row(members[1], name);
+        REQUIRE(lost.wait(3s)); // at the first renewal, ttl/3 in
+        CHECK(lost.event->reason == sqlock::loss_reason::lost);
+        CHECK_FALSE(a.owns_lock());
+        CHECK(a.stop_token().stop_requested());
+    }
+}
+
+TEST_SUITE("quorum_server") {
+    TEST_CASE("with one member cut off, quorum locks are still granted and released; it rejoins") {
+        std::vector<std::unique_ptr<test::tcp_relay>> relays;
+        auto members = members_on_this_server("qc", &relays);
+        const auto name = test::unique_name("quorum-cut");
+        const auto o = qopts(5s);
+        sqlock::quorum_mutex a(members, name, o);
+        REQUIRE(a.try_lock());
+        const auto before = a.token();
+        a.unlock();
+        relays[2]->freeze();
+        REQUIRE(a.try_lock_for(5s)); // waits for the cut member at most member_timeout
+        CHECK(a.token() > before);
+        a.unlock();
+        // The member's loss cost its timeout once: it is not waited for again.
+        const auto start = clock_type::now();
+        REQUIRE(a.try_lock_for(5s));
+        CHECK(clock_type::now() - start < o.member_timeout);
+        const auto while_cut = a.token();
+        a.unlock();
+        relays[2]->thaw();
+        // Back without anyone's help: with another member cut off, a grant needs it.
+        relays[0]->freeze();
+        REQUIRE(a.try_lock_for(5s));
+        CHECK(a.token() > while_cut);
+        a.unlock();
+        relays[0]->thaw();
+    }
+
+    TEST_CASE("tokens rise across different majorities (no member's own count decides)") {
+        // quorum.md's counterexample: majorities {0,1}, {1,2}, {0,2} in turn.
+        std::vector<std::unique_ptr<test::tcp_relay>> relays;
+        auto members = members_on_this_server("qm", &relays);
+        const auto name = test::unique_name("quorum-majorities");
+        sqlock::quorum_mutex m(members, name, qopts(5s));
+        std::vector<std::int64_t> tokens;
+        // Severed, not frozen: what the cut member was sent is lost, never delivered later, so
+        // each member's own count of grants really does fall behind.
+        for (const int cut : {2, 0, 1, 2, 0, 1}) {
+            relays[static_cast<std::size_t>(cut)]->sever();
+            REQUIRE(m.try_lock_for(5s));
+            tokens.push_back(m.token());
+            m.unlock();
+            relays[static_cast<std::size_t>(cut)]->heal();
+        }
+        CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) ==
+              tokens.end());
+    }
+
+    TEST_CASE("with two of three members cut off, nothing is granted and the error says why") {
+        std::vector<std::unique_ptr<test::tcp_relay>> relays;
+        auto members = members_on_this_server("qn", &relays);
+        const auto name = test::unique_name("quorum-minority");
+        sqlock::quorum_mutex m(members, name, qopts(5s));
+        relays[0]->freeze();
+        relays[1]->freeze();
+        const auto e = test::error_of([&] { (void)m.try_lock_for(1s); });
+        CHECK(e.code() == sqlock::errc::connection);
+        CHECK(std::string(e.what()).find("1 of 3 members answered") != std::string::npos);
+        CHECK_FALSE(m.owns_lock());
+        relays[0]->thaw();
+        relays[1]->thaw();
+        CHECK(m.try_lock_for(5s));
+        m.unlock();
+    }
+}
+
+TEST_SUITE("quorum_mixed") {
+    TEST_CASE("a quorum of PostgreSQL, MariaDB and SQLite members") {
+        const char* pg = std::getenv("SQLOCK_TEST_POSTGRES_URL");
+        const char* my = std::getenv("SQLOCK_TEST_MYSQL_URL");
+        REQUIRE_MESSAGE(pg, "SQLOCK_TEST_POSTGRES_URL is not set (tools/testdb.sh run)");
+        REQUIRE_MESSAGE(my, "SQLOCK_TEST_MYSQL_URL is not set (tools/testdb.sh run)");
+        std::vector<sqlock::database> members;
+        members.push_back(sqlock::connect(pg, test::own_tables("qmixed")));
+        members.push_back(sqlock::connect(my, test::own_tables("qmixed")));
+        members.push_back(sqlock::connect("sqlite://" + test::backend().scratch_dir + "/qmixed-" +
+                                          std::to_string(getpid()) + ".db"));
+        for (auto& m : members)
+            m.migrate();
+        const auto name = test::unique_name("quorum-mixed");
+        sqlock::quorum_mutex a(members, name, qopts());
+        sqlock::quorum_mutex b(members, name, qopts());
+        REQUIRE(a.try_lock());
+        CHECK_FALSE(b.try_lock());
+        const auto first = a.token();
+        a.unlock();
+        REQUIRE(b.try_lock());
+        CHECK(b.token() > first);
+        b.unlock();
+    }
+}
+
+TEST_SUITE("quorum_mixed") {
+    TEST_CASE("sqlock run with three --url: the commands run one at a time, tokens rising") {
+        const char* pg = std::getenv("SQLOCK_TEST_POSTGRES_URL");
+        const char* my = std::getenv("SQLOCK_TEST_MYSQL_URL");
+        REQUIRE_MESSAGE(pg, "SQLOCK_TEST_POSTGRES_URL is not set (tools/testdb.sh run)");
+        REQUIRE_MESSAGE(my, "SQLOCK_TEST_MYSQL_URL is not set (tools/testdb.sh run)");
+        const auto name = test::unique_name("quorum-cli");
+        const auto dir = test::backend().scratch_dir + "/" + name;
+        std::filesystem::create_directories(dir);
+        const std::string lite = "sqlite://" + dir + "/member.db";
+        // `migrate` with several --url migrates each member.
+        const pid_t migrate =
+            test::spawn({test::cli_path(), "migrate", "--url", pg, "--url", my, "--url", lite});
+        REQUIRE(test::wait_exit(migrate) == 0);
+        // Each command: a marker directory that must not exist (mutual exclusion), its token
+        // appended while it holds the lock (grant order), a short hold.
+        const std::string job = "mkdir '" + dir + "/inside' || exit 99; echo $SQLOCK_TOKEN >> '" +
+                                dir + "/tokens'; sleep 0.05; rmdir '" + dir + "/inside'";
+        std::vector<pid_t> runs;
+        for (int i = 0; i < 4; ++i)
+            runs.push_back(
+                test::spawn({test::cli_path(), "run", name, "--url", pg, "--url", my, "--url", lite,
+                             "--ttl", "10s", "--wait", "60s", "--", "/bin/sh", "-c", job}));
+        for (const pid_t p : runs)
+            CHECK(test::wait_exit(p) == 0);
+        std::istringstream lines(test::read_file(dir + "/tokens"));
+        std::vector<std::int64_t> tokens;
+        for (std::int64_t t = 0; lines >> t;)
+            tokens.push_back(t);
+        CHECK(tokens.size() == 4);
+        CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) ==
+              tokens.end());
+        // Several --url are for run and migrate only; a quorum needs three.
+        const pid_t two =
+            test::spawn({test::cli_path(), "run", name, "--url", pg, "--url", my, "--", "true"});
+        CHECK(test::wait_exit(two) == 64);
+    }
+}
