@@ -108,6 +108,7 @@ join_stages() {
 packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev libboost-dev
           libsqlite3-dev nlohmann-json3-dev doctest-dev postgresql-15 mariadb-server mariadb-client
           faketime
+          libasio-dev    # standalone Asio: the asynchronous locks (sqlock/async.hpp), their tests
           ccache         # ccache: every build; a clone in another folder hits (CCACHE_BASEDIR)
           pgbouncer galera-4 rsync iproute2   # the replicated setups of tools/cluster/
           python3-yaml   # python3-yaml: the alert rules are parsed when promtool is missing

@@ -71,4 +71,8 @@ std::string owner_id(std::uint64_t handle) {
            std::to_string(this_thread_number());
 }
 
+std::string handle_owner_id(std::uint64_t handle) {
+    return this_process().id + "/" + std::to_string(handle) + ".0";
+}
+
 } // namespace sqlock::detail

@@ -5,6 +5,7 @@
 #include "base/waiting.hpp"
 #include "locks/hold.hpp"
 #include "locks/lock_name.hpp"
+#include "locks/mutex_access.hpp"
 #include "locks/queue_ticket.hpp"
 #include "strategies/strategy.hpp"
 
@@ -133,12 +134,18 @@ public:
 
     database_impl& db() { return impl_of(m_db); }
 
-    /// The calling thread's hold, or null.
+    /// The calling thread's hold, or null. Owned by handle (mutex_access::own_by_handle()):
+    /// the hold, whichever thread asks.
     std::shared_ptr<active_hold> mine() const {
         std::lock_guard lock(m_state_mutex);
-        if (m_held && m_held->thread == std::this_thread::get_id())
+        if (m_held && (m_by_handle || m_held->thread == std::this_thread::get_id()))
             return m_held;
         return nullptr;
+    }
+
+    /// The owner id written into the lock row: per thread, or one per handle.
+    std::string owner() const {
+        return m_by_handle ? handle_owner_id(m_handle) : owner_id(m_handle);
     }
 
     void record_error(std::string message) {
@@ -164,6 +171,9 @@ public:
     mutex_options m_options;
     std::uint64_t m_handle;
     std::shared_ptr<lock_strategy> m_strategy;
+    /// The grant belongs to this object, not to the thread that locked it (asynchronous
+    /// locks, src/async): set once, before the first lock call.
+    bool m_by_handle = false;
 
     mutable std::mutex m_state_mutex; ///< guards m_held and m_last_error
     std::shared_ptr<active_hold> m_held;
@@ -246,6 +256,21 @@ void reenter(mutex_impl& impl, const std::shared_ptr<active_hold>& hold, std::st
     }
 }
 
+/// How often a cancellable lock call (mutex_access::try_lock_cancellable) looks at its stop
+/// token while it waits locally, and the longest it waits in the server per attempt.
+constexpr std::chrono::milliseconds cancel_poll{100};
+constexpr std::chrono::milliseconds cancel_server_step{1000};
+
+/// The end of the next wait of a call that waits until `until`: with a stop token, at most
+/// cancel_poll from now, so that a stop request is seen that soon.
+std::chrono::steady_clock::time_point cancel_horizon(const std::stop_token* stop,
+                                                     std::chrono::steady_clock::time_point until) {
+    if (!stop || !stop->stop_possible())
+        return until;
+    const auto soon = std::chrono::steady_clock::now() + cancel_poll;
+    return soon < until ? soon : until;
+}
+
 /// This process's turn at a lock name (database_impl::local_gate): threads of this process
 /// waiting for the same name queue here, so only one of them at a time asks the database (and
 /// holds a connection for it). The turn is left when this object is destroyed.
@@ -259,15 +284,22 @@ public:
             m_gate->leave();
     }
 
-    /// Waits for the turn at `name` until `deadline`; false when it did not come by then. A
-    /// call with no time to wait (`deadline` passed: try_lock()) takes no turn and returns
-    /// true. Call once.
+    /// Waits for the turn at `name` until `deadline`; false when it did not come by then, or
+    /// `stop` (when given) was requested first (looked at every cancel_poll). A call with no
+    /// time to wait (`deadline` passed: try_lock()) takes no turn and returns true. Call once.
     bool enter(database_impl& db, const std::string& name,
-               std::chrono::steady_clock::time_point deadline) {
+               std::chrono::steady_clock::time_point deadline, const std::stop_token* stop) {
         if (deadline > std::chrono::steady_clock::now()) {
             auto gate = db.local_gate(name);
-            if (!gate->enter(deadline))
-                return false;
+            for (;;) {
+                if (stop && stop->stop_requested())
+                    return false;
+                const auto until = cancel_horizon(stop, deadline);
+                if (gate->enter(until))
+                    break;
+                if (until == deadline)
+                    return false;
+            }
             m_gate = std::move(gate);
         }
         return true;
@@ -297,7 +329,13 @@ public:
     /// Sets up the call: the connect bound, the queueing hint and lease sighting this mutex
     /// kept from its earlier calls, and (SQLite, time to wait) a ticket in the name's waiter
     /// queue. `request` must outlive the call. Throws only std::bad_alloc.
-    acquire_call(mutex_impl& impl, const lock_request& request, time_point deadline);
+    /// With `stop` (a cancellable call), every wait looks at it at least every cancel_poll
+    /// (waits in the server: cancel_server_step), and stopped() tells the caller to give up.
+    acquire_call(mutex_impl& impl, const lock_request& request, time_point deadline,
+                 const std::stop_token* stop = nullptr);
+
+    /// True when the call's stop token (if any) was requested. Never throws.
+    bool stopped() const noexcept { return m_stop && m_stop->stop_requested(); }
 
     /// Before each attempt (SQLite): waits in the waiter queue for the tickets ahead. False
     /// when the attempt bypasses a stopped waiter ahead (or is the last one, at the deadline).
@@ -358,8 +396,9 @@ private:
     database_impl& m_db;
     const lock_request& m_request;
     const time_point m_deadline;
-    const bool m_server_waits; ///< the strategy waits server-side (select_for_update)
-    std::uint64_t m_seen = 0;  ///< the name's local wake-up generation at the last attempt
+    const std::stop_token* const m_stop; ///< a cancellable call's stop token, or null
+    const bool m_server_waits;           ///< the strategy waits server-side (select_for_update)
+    std::uint64_t m_seen = 0; ///< the name's local wake-up generation at the last attempt
     /// A connection opened for an attempt (a seat, a lock session, a pooled one) gives up at
     /// the deadline too, not only at connect_timeout: a connect in flight then is abandoned.
     std::optional<connect_deadline> m_connect_bound;
@@ -390,8 +429,9 @@ private:
     queue_ticket m_ticket; ///< SQLite: this call's ticket in the name's waiter queue
 };
 
-acquire_call::acquire_call(mutex_impl& impl, const lock_request& request, time_point deadline)
-    : m_impl(impl), m_db(impl.db()), m_request(request), m_deadline(deadline),
+acquire_call::acquire_call(mutex_impl& impl, const lock_request& request, time_point deadline,
+                           const std::stop_token* stop)
+    : m_impl(impl), m_db(impl.db()), m_request(request), m_deadline(deadline), m_stop(stop),
       m_server_waits(impl.m_strategy->waits_server_side()),
       m_delay(impl.m_options.retry_min, impl.m_options.retry_max) {
     if (deadline != time_point::max() && deadline != time_point::min())
@@ -415,7 +455,9 @@ attempt_outcome acquire_call::attempt() {
         const route_scope via_wait_session(m_db, m_wait_session ? &**m_wait_session : nullptr);
         std::optional<busy_wait_limit> asking_first;
         m_ticket.limit_asking_first(asking_first);
-        const auto budget = m_ticket.server_budget(wait_budget(m_deadline));
+        auto budget = m_ticket.server_budget(wait_budget(m_deadline));
+        if (m_stop && (budget == server_wait::forever || budget > cancel_server_step))
+            budget = cancel_server_step; // a cancellable call looks at its stop token so often
         auto g = m_impl.m_strategy->try_acquire(m_db, m_request, budget, m_attempts);
         if (g)
             g = confirmed_after_wait(*m_impl.m_strategy, m_db, m_request, std::move(*g));
@@ -499,7 +541,8 @@ bool acquire_call::wait_out_full_server(bool failed, time_point now) {
         if (now >= m_deadline)
             throw server_full_timeout(m_impl.m_name, *m_refusal, now - m_refused_since);
         const auto pause = m_full_delay.next();
-        std::this_thread::sleep_until(m_deadline - now < pause ? m_deadline : now + pause);
+        std::this_thread::sleep_until(
+            cancel_horizon(m_stop, m_deadline - now < pause ? m_deadline : now + pause));
         return true;
     }
     if (!failed) {
@@ -515,7 +558,7 @@ void acquire_call::wait_before_next_attempt(bool failed, bool bypass, time_point
         // goes back to waiting in line; first in line waits for the holder to go, at most
         // for the backoff's pause, then asks again (a stale lease is dropped at that pace).
         if (!bypass)
-            m_ticket.wait_for_holder(now, m_deadline, m_delay);
+            m_ticket.wait_for_holder(now, cancel_horizon(m_stop, m_deadline), m_delay);
         return;
     }
     if ((m_server_waits || m_attempts.waited) && !failed)
@@ -525,7 +568,7 @@ void acquire_call::wait_before_next_attempt(bool failed, bool bypass, time_point
     // Sleep with jittered backoff, but wake at once when the lock may have become free.
     const auto pause = m_delay.next();
     m_db.await_release(listener, m_impl.m_name, m_seen,
-                       m_deadline - now < pause ? m_deadline : now + pause);
+                       cancel_horizon(m_stop, m_deadline - now < pause ? m_deadline : now + pause));
 }
 
 session* acquire_call::release_listener() {
@@ -546,6 +589,52 @@ session* acquire_call::release_listener() {
     if (listener && !m_db.listen_for_releases(*listener))
         listener = nullptr;
     return listener;
+}
+
+/// The core of every lock call (mutex::try_lock_until_steady): re-enters a hold the caller has,
+/// else retries until `deadline` on the steady clock (time_point::max(): forever;
+/// time_point::min(): one attempt). With `defer_to`, a new grant is held back while another
+/// owner holds a lock named there (false, with a bit per held name in `*deferred`). With
+/// `stop`, gives up (false, nothing held) soon after a stop request: see acquire_call.
+bool lock_until(mutex_impl& impl, std::chrono::steady_clock::time_point deadline,
+                const std::array<std::string_view, 2>* defer_to, unsigned* deferred,
+                const std::stop_token* stop) {
+    const std::string owner = impl.owner();
+    if (const auto hold = impl.mine()) {
+        reenter(impl, hold, owner); // throws lock_lost for a hold already lost
+        return true;
+    }
+
+    auto& db = impl.db();
+    db.require_schema(); // a clear "run sqlock migrate" instead of a failing statement
+    impl.release_leftover();
+    lock_request request{impl.m_name, owner, impl.m_options.ttl,
+                         impl.m_last_token.load(std::memory_order_relaxed)};
+    if (defer_to)
+        request.defer_to = *defer_to;
+    local_turn turn;
+    if (!turn.enter(db, impl.m_name, deadline, stop))
+        return false; // other threads of this process asked for the name until the deadline
+
+    acquire_call call(impl, request, deadline, stop);
+    for (;;) {
+        if (call.stopped())
+            return false;
+        const bool bypass = !call.await_queue_turn();
+        const auto outcome = call.attempt();
+        if (outcome == attempt_outcome::granted)
+            return true;
+        if (call.held_back(deferred))
+            return false; // asking this lock again would only be held back again
+        call.join_queue_if_asked_first();
+        const auto now = std::chrono::steady_clock::now();
+        const bool failed = outcome == attempt_outcome::failed;
+        if (call.wait_out_full_server(failed, now))
+            continue; // one more attempt, at the latest at the deadline
+        if (now >= deadline)
+            return false;
+        call.wait_before_next_attempt(failed, bypass, now);
+    }
 }
 
 } // namespace
@@ -601,41 +690,7 @@ bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline
 bool mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline,
                                   const std::array<std::string_view, 2>* defer_to,
                                   unsigned* deferred) {
-    auto& impl = *m_impl;
-    const std::string owner = owner_id();
-    if (const auto hold = impl.mine()) {
-        detail::reenter(impl, hold, owner); // throws lock_lost for a hold already lost
-        return true;
-    }
-
-    auto& db = impl.db();
-    db.require_schema(); // a clear "run sqlock migrate" instead of a failing statement
-    impl.release_leftover();
-    detail::lock_request request{impl.m_name, owner, impl.m_options.ttl,
-                                 impl.m_last_token.load(std::memory_order_relaxed)};
-    if (defer_to)
-        request.defer_to = *defer_to;
-    detail::local_turn turn;
-    if (!turn.enter(db, impl.m_name, deadline))
-        return false; // other threads of this process asked for the name until the deadline
-
-    detail::acquire_call call(impl, request, deadline);
-    for (;;) {
-        const bool bypass = !call.await_queue_turn();
-        const auto outcome = call.attempt();
-        if (outcome == detail::attempt_outcome::granted)
-            return true;
-        if (call.held_back(deferred))
-            return false; // asking this lock again would only be held back again
-        call.join_queue_if_asked_first();
-        const auto now = std::chrono::steady_clock::now();
-        const bool failed = outcome == detail::attempt_outcome::failed;
-        if (call.wait_out_full_server(failed, now))
-            continue; // one more attempt, at the latest at the deadline
-        if (now >= deadline)
-            return false;
-        call.wait_before_next_attempt(failed, bypass, now);
-    }
+    return detail::lock_until(*m_impl, deadline, defer_to, deferred, nullptr);
 }
 
 namespace {
@@ -776,7 +831,7 @@ const std::string& mutex::name() const noexcept {
 }
 
 std::string mutex::owner_id() const {
-    return detail::owner_id(m_impl->m_handle);
+    return m_impl->owner();
 }
 
 loss_reason mutex::last_loss() const noexcept {
@@ -787,6 +842,24 @@ loss_reason mutex::last_loss() const noexcept {
 std::string mutex::last_error() const {
     std::lock_guard lock(m_impl->m_state_mutex);
     return m_impl->m_last_error;
+}
+
+void detail::mutex_access::own_by_handle(mutex& m) noexcept {
+    m.m_impl->m_by_handle = true;
+}
+
+bool detail::mutex_access::try_lock_cancellable(mutex& m,
+                                                std::chrono::steady_clock::time_point deadline,
+                                                const std::stop_token& stop) {
+    return detail::lock_until(*m.m_impl, deadline, nullptr, nullptr, &stop);
+}
+
+std::chrono::steady_clock::time_point detail::mutex_access::lease_end(const mutex& m) noexcept {
+    const auto hold = m.m_impl->mine();
+    if (!hold)
+        return std::chrono::steady_clock::time_point::min();
+    std::lock_guard state(hold->state_mutex);
+    return hold->current.valid_until;
 }
 
 } // namespace sqlock

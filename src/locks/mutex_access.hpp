@@ -8,7 +8,9 @@
 #include "sqlock/mutex.hpp"
 
 #include <array>
+#include <chrono>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -34,6 +36,25 @@ public:
         return m.try_lock_until_steady(std::chrono::steady_clock::time_point::min(), &defer_to,
                                        &deferred);
     }
+
+    /// Makes `m`'s grants belong to `m` itself rather than to the thread that locked it
+    /// (asynchronous locks, src/async): any thread may then unlock it and read its token,
+    /// and a lock call while it is held re-enters, whichever thread makes it, so the caller
+    /// must keep one grant per object. Its owner id is one per object (thread number 0).
+    /// Call before the first lock call. Never throws.
+    static void own_by_handle(mutex& m) noexcept;
+
+    /// m.try_lock_until(deadline) that also gives up soon after `stop` is requested: false
+    /// then, with nothing held. Waits look at `stop` at least every 100 ms; a wait in the
+    /// server (a row lock, a server-side queue) lasts at most 1 s per attempt; a statement in
+    /// flight is not interrupted. A grant that lands after the request is still a grant (true):
+    /// the caller gives it back. Throws like try_lock_until().
+    static bool try_lock_cancellable(mutex& m, std::chrono::steady_clock::time_point deadline,
+                                     const std::stop_token& stop);
+
+    /// The local end of the lease of m's current grant (for a handle-owned m: its grant),
+    /// which renewals move on; time_point::min() when none is held. Never throws.
+    static std::chrono::steady_clock::time_point lease_end(const mutex& m) noexcept;
 };
 
 } // namespace sqlock::detail

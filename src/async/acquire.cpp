@@ -1,0 +1,134 @@
+#include "async/acquire.hpp"
+
+#include <algorithm>
+
+namespace sqlock::detail {
+
+void async_acquire::start() {
+    m_lockable->track(shared_from_this());
+    try {
+        m_lockable->workers().run_acquire([self = shared_from_this()] { self->run(); });
+    } catch (...) {
+        auto expected = phase::queued;
+        if (m_phase.compare_exchange_strong(expected, phase::finished))
+            report({acquire_result::outcome::failed, std::current_exception(), nullptr});
+    }
+}
+
+void async_acquire::cancel() noexcept {
+    m_stop.request_stop(); // a running lock call looks at it
+    auto expected = phase::queued;
+    if (m_phase.compare_exchange_strong(expected, phase::finished))
+        report({acquire_result::outcome::cancelled, nullptr, nullptr});
+}
+
+void async_acquire::run() noexcept {
+    auto expected = phase::queued;
+    if (!m_phase.compare_exchange_strong(expected, phase::running))
+        return; // cancelled while it waited for this thread
+    auto result = attempt();
+    m_phase.store(phase::finished);
+    report(std::move(result));
+}
+
+acquire_result async_acquire::attempt() noexcept {
+    using how = acquire_result::outcome;
+    const auto stop = m_stop.get_token();
+    try {
+        auto grant = m_lockable->acquire(m_mode, m_deadline, stop);
+        if (stop.stop_requested()) {
+            if (grant)
+                grant->release(); // the grant raced the cancel: never leave it held
+            return {how::cancelled, nullptr, nullptr};
+        }
+        if (!grant)
+            return {how::timed_out, nullptr, nullptr};
+        return {how::granted, nullptr, std::move(grant)};
+    } catch (...) {
+        return {how::failed, std::current_exception(), nullptr};
+    }
+}
+
+void async_acquire::report(acquire_result r) noexcept {
+    auto done = std::move(m_done);
+    m_done = nullptr;
+    try {
+        done(std::move(r));
+    } catch (...) {
+        // The header's completion only posts to an executor; nothing to tell if that failed.
+    }
+}
+
+void async_lockable::track(const std::shared_ptr<async_acquire>& op) {
+    std::lock_guard lock(m_mutex);
+    std::erase_if(m_in_flight, [](const auto& w) {
+        const auto p = w.lock();
+        return !p || p->finished();
+    });
+    m_in_flight.push_back(op);
+}
+
+void async_lockable::cancel_all() noexcept {
+    std::vector<std::shared_ptr<async_acquire>> ops;
+    {
+        std::lock_guard lock(m_mutex);
+        for (const auto& w : m_in_flight)
+            if (auto p = w.lock())
+                ops.push_back(std::move(p));
+        m_in_flight.clear();
+    }
+    for (const auto& op : ops)
+        op->cancel();
+}
+
+// --- the header's entry points ---------------------------------------------------------------
+
+std::shared_ptr<async_acquire> async_calls::prepare(const std::shared_ptr<async_lockable>& lockable,
+                                                    acquire_mode mode,
+                                                    std::chrono::steady_clock::time_point deadline,
+                                                    acquire_done done) {
+    return std::make_shared<async_acquire>(lockable, mode, deadline, std::move(done));
+}
+
+void async_calls::start(const std::shared_ptr<async_acquire>& op) {
+    op->start();
+}
+
+void async_calls::cancel(async_acquire& op) noexcept {
+    op.cancel();
+}
+
+void async_calls::cancel_all(async_lockable& lockable) noexcept {
+    lockable.cancel_all();
+}
+
+const std::string& async_calls::name(const async_lockable& lockable) noexcept {
+    return lockable.name();
+}
+
+std::chrono::steady_clock::time_point async_calls::lease_end(const async_grant& grant) noexcept {
+    return grant.lease_end();
+}
+
+void async_calls::release(std::shared_ptr<async_grant> grant,
+                          std::function<void(loss_reason)> done) noexcept {
+    const auto finish = [](std::shared_ptr<async_grant>& g,
+                           const std::function<void(loss_reason)>& tell) noexcept {
+        const auto how = g->release();
+        g.reset(); // the grant's slot goes back before the caller hears of it
+        if (tell) {
+            try {
+                tell(how);
+            } catch (...) {
+                // The header's completion only posts to an executor.
+            }
+        }
+    };
+    try {
+        grant->workers().run_release([grant, done, finish]() mutable { finish(grant, done); });
+    } catch (...) {
+        finish(grant, done); // no thread could be started: here rather than leave it held
+    }
+}
+
+} // namespace sqlock::detail

@@ -1,0 +1,51 @@
+// Internal: one asynchronous acquire in flight. It is started once (handed to an acquire
+// thread of the lock's pool), may be cancelled from any thread, and reports exactly once:
+// at once when cancelled before a thread took it up, else from that thread when the lock
+// call ends. A grant that lands after a cancel is given back before "cancelled" is reported,
+// so a cancelled acquire never leaves the lock held.
+#pragma once
+
+#include "async/lockable.hpp"
+#include "sqlock/async.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stop_token>
+
+namespace sqlock::detail {
+
+class async_acquire : public std::enable_shared_from_this<async_acquire> {
+public:
+    async_acquire(std::shared_ptr<async_lockable> lockable, acquire_mode mode,
+                  std::chrono::steady_clock::time_point deadline, acquire_done done)
+        : m_lockable(std::move(lockable)), m_mode(mode), m_deadline(deadline),
+          m_done(std::move(done)) {}
+
+    /// Hands this acquire to an acquire thread of the lock's pool (call once). When the pool
+    /// cannot take it, reports the failure at once.
+    void start();
+    /// Asks this acquire to stop, from any thread: reports "cancelled" at once when no thread
+    /// took it up yet. Never throws.
+    void cancel() noexcept;
+    /// True once it reported. Never throws.
+    bool finished() const noexcept { return m_phase.load() == phase::finished; }
+
+private:
+    enum class phase { queued, running, finished };
+    /// The acquire thread's part: the lock call, then the report.
+    void run() noexcept;
+    /// The lock call's outcome, a grant that raced a cancel given back.
+    acquire_result attempt() noexcept;
+    /// Reports `r` through m_done (once: the caller won the phase). Never throws.
+    void report(acquire_result r) noexcept;
+
+    const std::shared_ptr<async_lockable> m_lockable;
+    const acquire_mode m_mode;
+    const std::chrono::steady_clock::time_point m_deadline;
+    acquire_done m_done;
+    std::stop_source m_stop;
+    std::atomic<phase> m_phase{phase::queued};
+};
+
+} // namespace sqlock::detail
