@@ -320,7 +320,27 @@ grant quorum_protocol::renew(lock_context&, const lock_request& req, const grant
 }
 
 void quorum_protocol::release(lock_context&, const lock_request& req, const grant& held) {
-    give_back_everywhere(req, held.token);
+    // Waits for the members that answer (as long as a round waits), so that the lock is free
+    // when unlock() returns; a member that does not answer gets it when it answers again.
+    const std::string name(req.name), owner(req.owner);
+    const auto token = held.token;
+    const auto replies = ask_all<bool>(
+        [=](lock_context& db, std::size_t) {
+            // Asynchronously committed where the backend can: a release lost in a crash only
+            // leaves the row to its lease; the token, the mark that matters, stays.
+            db.run_async_release(statement::q_release, {name, owner, token});
+            return true;
+        },
+        std::chrono::steady_clock::now() + m_wait_for_member);
+    for (std::size_t i = 0; i < size(); ++i)
+        if (!replies[i].value) // runs after the request still in flight there
+            m_members[i]->post([=](lock_context& db) {
+                try {
+                    db.run_async_release(statement::q_release, {name, owner, token});
+                } catch (...) {
+                    // unreachable: the row ends with its lease (seen unchanged for a TTL)
+                }
+            });
 }
 
 } // namespace sqlock::detail

@@ -118,10 +118,11 @@ public:
     /// send time + ttl - margin; with N - Q + 1 members saying it is not ours, errc::lock_lost;
     /// otherwise a retryable errc::connection (the keeper tries again until the local end).
     grant renew(lock_context& db, const lock_request& req, const grant& held) override;
-    /// Gives the row back on every member, also those that never answered, without waiting
-    /// for them: each member's requests run in order, so the give-back follows this grant's
-    /// writes there; a member that is down gets it once it answers again, or its row ends with
-    /// the lease. Never throws.
+    /// Gives the row back on every member (asynchronously committed where the backend can),
+    /// waiting for the members that answer as long as a round waits, so that the lock is free
+    /// when this returns; a member that does not answer gets the give-back once it answers
+    /// again (each member's requests run in order), or its row ends with the lease. Never
+    /// throws.
     void release(lock_context& db, const lock_request& req, const grant& held) override;
 
 private:
