@@ -27,12 +27,43 @@ int server_connections(pid_t pid) {
     return static_cast<int>(test::server_client_ports(pid).size());
 }
 
-/// The most connections `pid` had at any of the samples taken over `span` (every 20 ms).
-int peak_connections(pid_t pid, std::chrono::milliseconds span) {
+/// What the server says each connection of `pid` is doing (session, command or state, the
+/// statement): logged when a budget is exceeded, to tell which statement opened the extra one.
+std::string describe_connections(pid_t pid) {
+    std::string out;
+    try {
+        auto s = sqlock::detail::impl_of(test::db()).checkout();
+        for (const int port : test::server_client_ports(pid)) {
+            const auto p = std::to_string(port);
+            const auto r = s->query(
+                test::backend().kind == sqlock::backend_kind::postgresql
+                    ? "SELECT pid, state, left(query, 120) FROM pg_stat_activity WHERE "
+                      "client_port = " +
+                          p
+                    : "SELECT id, command, left(info, 120) FROM information_schema.processlist "
+                      "WHERE host LIKE '%:" +
+                          p + "'");
+            out += "\n  port " + p + ":";
+            for (const auto& row : r.rows)
+                for (const auto& cell : row)
+                    out += " [" + cell.value_or("NULL") + "]";
+        }
+    } catch (const std::exception& e) {
+        out += "\n  (could not ask the server: " + std::string(e.what()) + ")";
+    }
+    return out;
+}
+
+/// The most connections `pid` had at any of the samples taken over `span` (every 20 ms);
+/// `seen` gets what they were doing at the first sample with the most.
+int peak_connections(pid_t pid, std::chrono::milliseconds span, std::string* seen = nullptr) {
     int peak = 0;
     const auto end = std::chrono::steady_clock::now() + span;
     while (std::chrono::steady_clock::now() < end) {
-        peak = std::max(peak, server_connections(pid));
+        const int now = server_connections(pid);
+        if (now > peak && seen)
+            *seen = describe_connections(pid);
+        peak = std::max(peak, now);
         std::this_thread::sleep_for(20ms);
     }
     return peak;
@@ -67,7 +98,9 @@ TEST_SUITE("connection_budget") {
 
         // Waiting: attempts, the server-side queue (unique_key on PostgreSQL: 1 s steps) and
         // release notifications all share one connection. Sampled over several steps.
-        CHECK(peak_connections(waiter, 2500ms) == 1);
+        std::string seen;
+        CHECK_MESSAGE(peak_connections(waiter, 2500ms, &seen) == 1,
+                      "the waiter's connections:" << seen);
         CHECK_FALSE(std::filesystem::exists(dir + "/got"));
         CHECK(peak_connections(holder, 200ms) == 1);
 
