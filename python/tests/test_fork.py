@@ -1,5 +1,5 @@
 """fork(): a child never releases or renews its parent's lock. Objects it inherits are inert
-(their use raises InheritedHandle; collecting them closes nothing); it makes its own."""
+(their use raises InheritedHandle; collecting them closes nothing)."""
 from __future__ import annotations
 
 import os
@@ -24,11 +24,9 @@ if pid == 0:  # the child: every use of what it inherited is refused
             refused += 1
     del m, db
     gc.collect()  # collecting them closes (releases) nothing
-    own = sqlock.connect(url)  # a connection of its own works
-    mine = sqlock.Mutex(own, name + ":child")
-    ok = mine.acquire(timeout=5)
-    mine.release()
-    print("child", refused, ok, flush=True)
+    # No new connection here: the parent's threads (renewal, drivers) may have held locks at
+    # the fork, so the child of a process using sqlock must not use it (it may exec).
+    print("child", refused, flush=True)
     sys.exit(0)  # a normal exit: the interpreter finalizes everything
 _, status = os.waitpid(pid, 0)
 time.sleep(2.5)  # over two TTLs: the parent's renewals must go on
@@ -45,7 +43,7 @@ def test_a_child_never_releases_or_renews_its_parents_lock(url, name):
                           text=True, timeout=120, env=os.environ.copy())
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "child 5 True",
+        "child 5",
         "parent 0 True True False False",
         "released",
     ], done.stderr
