@@ -110,6 +110,10 @@ public:
     std::int64_t token() const;
     /// Why the current grant was lost (loss_reason::none while fine or not held).
     loss_reason lost_reason() const noexcept;
+    /// How the most recent grant ended, also after unlock(): loss_reason::lost when it was lost
+    /// while held, or its lease's local end had passed when it was given back (a holder paused
+    /// past its lease); none when it was given back in time.
+    loss_reason last_loss() const noexcept;
     /// Stop is requested when the current grant is lost (default token when not held).
     std::stop_token stop_token() const noexcept;
 

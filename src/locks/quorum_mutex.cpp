@@ -8,6 +8,7 @@
 #include "locks/lock_name.hpp"
 #include "strategies/quorum.hpp"
 
+#include <atomic>
 #include <set>
 #include <thread>
 
@@ -25,6 +26,7 @@ public:
 
     mutable std::mutex m_state_mutex;
     std::shared_ptr<active_hold> m_held; ///< the current grant, or null
+    std::atomic<loss_reason> m_last_loss{loss_reason::none};
 
     std::shared_ptr<active_hold> held() const {
         std::lock_guard lock(m_state_mutex);
@@ -177,8 +179,13 @@ void quorum_mutex::unlock() noexcept {
     try {
         std::lock_guard op(held->op_mutex);
         detail::grant last;
+        if (std::chrono::steady_clock::now() >= held->current.valid_until)
+            held->mark_lost(loss_reason::lost, "quorum lock \"" + impl.m_name +
+                                                   "\": its lease's local end passed before it "
+                                                   "was given back");
         {
             std::lock_guard state(held->state_mutex);
+            impl.m_last_loss = held->reason;
             if (held->released)
                 return;
             held->released = true;
@@ -210,6 +217,10 @@ loss_reason quorum_mutex::lost_reason() const noexcept {
         return loss_reason::none;
     std::lock_guard state(h->state_mutex);
     return h->reason;
+}
+
+loss_reason quorum_mutex::last_loss() const noexcept {
+    return m_impl->m_last_loss.load();
 }
 
 std::stop_token quorum_mutex::stop_token() const noexcept {

@@ -479,18 +479,13 @@ int run_locked(const options& o, const run_args& r, const job_limits& limits, lo
 
 // --- run NAME --url A --url B --url C: a quorum lock ------------------------------------------
 
-/// A quorum_mutex with a mutex's words (for run_command): how its last grant ended is kept
-/// past unlock().
+/// A quorum_mutex with a mutex's words (for run_command).
 struct quorum_side {
     sqlock::quorum_mutex& q;
-    sqlock::loss_reason loss = sqlock::loss_reason::none;
-    void unlock() noexcept {
-        loss = q.lost_reason();
-        q.unlock();
-    }
+    void unlock() noexcept { q.unlock(); }
     std::int64_t token() const { return q.token(); }
     const std::string& name() const noexcept { return q.name(); }
-    sqlock::loss_reason last_loss() const noexcept { return loss; }
+    sqlock::loss_reason last_loss() const noexcept { return q.last_loss(); }
     std::string last_error() const { return {}; }
 };
 

@@ -246,16 +246,12 @@ public:
     std::string grant_detail(bool) const override { return {}; }
     std::int64_t session() const override { return 0; }
     bool owns(bool) const override { return q.owns_lock(); }
-    void unlock(bool) override {
-        loss = q.lost_reason(); // how the grant ended, kept past unlock()
-        q.unlock();
-    }
-    sqlock::loss_reason last_loss() const override { return loss; }
+    void unlock(bool) override { q.unlock(); }
+    sqlock::loss_reason last_loss() const override { return q.last_loss(); }
     std::string last_error() const override { return {}; }
 
 private:
     sqlock::quorum_mutex q;
-    sqlock::loss_reason loss = sqlock::loss_reason::none;
 };
 
 /// The three members of a quorum-mode worker on `url`'s server, migrated.
