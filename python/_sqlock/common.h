@@ -105,10 +105,10 @@ int open_kind(int kind, void** out, sqlock_db* db, const lock_settings* s, recor
 const lock_ops* ops_of(int kind);
 
 /* Kind-specific reads (kinds.c), each returning a new reference or NULL with an exception. */
-PyObject* mutex_details(void* handle);            /* (token|None, lost_reason, hold_count) */
-PyObject* semaphore_permit(void* handle);         /* permit number */
-PyObject* leader_details(void* handle);           /* (is_leader, term) */
-PyObject* leader_current(void* handle);           /* dict or None */
+PyObject* mutex_details(void* handle);    /* (token|None, lost_reason, hold_count) */
+PyObject* semaphore_permit(void* handle); /* permit number */
+PyObject* leader_details(void* handle);   /* (is_leader, term) */
+PyObject* leader_current(void* handle);   /* dict or None */
 
 /* ------------------------------------------------------------------ waiting (wait.c) */
 
@@ -119,7 +119,7 @@ PyObject* leader_current(void* handle);           /* dict or None */
  * 0; otherwise calls of at most slice_ms each, running Python's signal handlers between them
  * (Ctrl-C raises KeyboardInterrupt: nothing is held then). A grant that comes with a signal
  * pending is released before the handler runs. Returns the sqlock code, or WAIT_INTERRUPTED. */
-int wait_sliced(const lock_ops* ops, void* handle, int shared, int64_t timeout_ms,
-                int64_t slice_ms, sqlock_cancel* cancel, int64_t* token, sqlock_error** err);
+int wait_sliced(const lock_ops* ops, void* handle, int shared, int64_t timeout_ms, int64_t slice_ms,
+                sqlock_cancel* cancel, int64_t* token, sqlock_error** err);
 
 #endif

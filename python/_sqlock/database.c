@@ -2,15 +2,19 @@
 #include "common.h"
 
 static int database_init(database_object* self, PyObject* args, PyObject* kwargs) {
-    static char* keywords[] = {"url", "table_prefix", "connect_timeout_ms", "io_timeout_ms",
-                               "pool_size", "password_file", "require_synchronous_replication",
+    static char* keywords[] = {"url",
+                               "table_prefix",
+                               "connect_timeout_ms",
+                               "io_timeout_ms",
+                               "pool_size",
+                               "password_file",
+                               "require_synchronous_replication",
                                NULL};
     const char *url, *prefix = NULL, *password_file = NULL;
     long long connect_ms = 0, io_ms = -1, pool = 0;
     int sync_replication = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|zLLLzp", keywords, &url, &prefix,
-                                     &connect_ms, &io_ms, &pool, &password_file,
-                                     &sync_replication))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|zLLLzp", keywords, &url, &prefix, &connect_ms,
+                                     &io_ms, &pool, &password_file, &sync_replication))
         return -1;
     sqlock_db_options o;
     sqlock_db_options_init(&o);
@@ -25,10 +29,8 @@ static int database_init(database_object* self, PyObject* args, PyObject* kwargs
         o.pool_size = pool;
     sqlock_error* err = NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = sqlock_db_open(&self->db, url, &o, &err);
-    Py_END_ALLOW_THREADS
-    if (rc != SQLOCK_OK) {
+    Py_BEGIN_ALLOW_THREADS rc = sqlock_db_open(&self->db, url, &o, &err);
+    Py_END_ALLOW_THREADS if (rc != SQLOCK_OK) {
         self->db = NULL;
         raise_sqlock(rc, err);
         return -1;
@@ -61,11 +63,8 @@ static PyObject* database_migrate(database_object* self, PyObject* unused) {
         return NULL;
     sqlock_error* err = NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = sqlock_db_migrate(db, &err);
-    Py_END_ALLOW_THREADS
-    if (rc != SQLOCK_OK)
-        return raise_sqlock(rc, err);
+    Py_BEGIN_ALLOW_THREADS rc = sqlock_db_migrate(db, &err);
+    Py_END_ALLOW_THREADS if (rc != SQLOCK_OK) return raise_sqlock(rc, err);
     Py_RETURN_NONE;
 }
 
@@ -77,11 +76,8 @@ static PyObject* database_reap(database_object* self, PyObject* unused) {
     sqlock_error* err = NULL;
     int64_t deleted = 0;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = sqlock_db_reap(db, &deleted, &err);
-    Py_END_ALLOW_THREADS
-    if (rc != SQLOCK_OK)
-        return raise_sqlock(rc, err);
+    Py_BEGIN_ALLOW_THREADS rc = sqlock_db_reap(db, &deleted, &err);
+    Py_END_ALLOW_THREADS if (rc != SQLOCK_OK) return raise_sqlock(rc, err);
     return PyLong_FromLongLong(deleted);
 }
 

@@ -70,7 +70,9 @@ void recorder_on_lost(const sqlock_lost_event* ev, void* user) {
 
 void recorder_on_at_risk(const sqlock_at_risk_event* ev, void* user) {
     recorder* r = user;
-    event e = {.lost = 0, .token = ev->token, .value = ev->at_risk,
+    event e = {.lost = 0,
+               .token = ev->token,
+               .value = ev->at_risk,
                .remaining_ms = ev->lease_remaining_ms};
     copy_text(e.name, sizeof e.name, ev->name);
     copy_text(e.message, sizeof e.message, ev->message);
@@ -82,8 +84,7 @@ void recorder_on_at_risk(const sqlock_at_risk_event* ev, void* user) {
 
 static PyObject* event_tuple(const event* e) {
     if (e->lost)
-        return Py_BuildValue("(ssLis)", "lost", e->name, (long long)e->token, e->value,
-                             e->message);
+        return Py_BuildValue("(ssLis)", "lost", e->name, (long long)e->token, e->value, e->message);
     return Py_BuildValue("(ssLiLs)", "at_risk", e->name, (long long)e->token, e->value,
                          (long long)e->remaining_ms, e->message);
 }

@@ -134,8 +134,8 @@ typedef struct {
 } job_object;
 
 static int job_init(job_object* self, PyObject* args, PyObject* kwargs) {
-    static char* keywords[] = {"db", "name", "period_ms", "slot", "wait_ms", "strategy",
-                               "ttl_ms", NULL};
+    static char* keywords[] = {"db",      "name",     "period_ms", "slot",
+                               "wait_ms", "strategy", "ttl_ms",    NULL};
     PyObject* db;
     const char *name, *slot = NULL;
     long long period_ms = 0, wait_ms = -1, ttl_ms = 0;

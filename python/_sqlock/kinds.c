@@ -48,8 +48,7 @@ int open_kind(int kind, void** out, sqlock_db* db, const lock_settings* s, recor
     case KIND_SEMAPHORE:
         return sqlock_semaphore_open((sqlock_semaphore**)out, db, s->name, s->count, &o, err);
     case KIND_SHARED_MUTEX:
-        return sqlock_shared_mutex_open((sqlock_shared_mutex**)out, db, s->name, s->count, &o,
-                                        err);
+        return sqlock_shared_mutex_open((sqlock_shared_mutex**)out, db, s->name, s->count, &o, err);
     case KIND_LEADER:
         return open_leader(out, db, s, events, err);
     default:
@@ -72,7 +71,9 @@ static int mutex_owns(void* h, int shared) {
     (void)shared;
     return sqlock_mutex_owns(h);
 }
-static void mutex_close(void* h) { sqlock_mutex_close(h); }
+static void mutex_close(void* h) {
+    sqlock_mutex_close(h);
+}
 
 /* ---------------------------------------------------------------- semaphore */
 
@@ -89,7 +90,9 @@ static int semaphore_owns(void* h, int shared) {
     (void)shared;
     return sqlock_semaphore_owns(h);
 }
-static void semaphore_close(void* h) { sqlock_semaphore_close(h); }
+static void semaphore_close(void* h) {
+    sqlock_semaphore_close(h);
+}
 
 /* ---------------------------------------------------------------- shared mutex */
 
@@ -104,7 +107,9 @@ static int shared_release(void* h, int shared, sqlock_error** err) {
 static int shared_owns(void* h, int shared) {
     return shared ? sqlock_shared_mutex_owns_shared(h) : sqlock_shared_mutex_owns(h);
 }
-static void shared_close(void* h) { sqlock_shared_mutex_close(h); }
+static void shared_close(void* h) {
+    sqlock_shared_mutex_close(h);
+}
 
 /* ---------------------------------------------------------------- leader */
 
@@ -121,7 +126,9 @@ static int leader_owns(void* h, int shared) {
     (void)shared;
     return sqlock_leader_is_leader(h);
 }
-static void leader_close(void* h) { sqlock_leader_close(h); }
+static void leader_close(void* h) {
+    sqlock_leader_close(h);
+}
 
 static const lock_ops kinds[] = {
     {"mutex", mutex_acquire, mutex_release, mutex_owns, mutex_close},
@@ -165,11 +172,8 @@ PyObject* leader_current(void* h) {
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = sqlock_leader_current(h, &info, &err);
-    Py_END_ALLOW_THREADS
-    if (rc != SQLOCK_OK)
-        return raise_sqlock(rc, err);
+    Py_BEGIN_ALLOW_THREADS rc = sqlock_leader_current(h, &info, &err);
+    Py_END_ALLOW_THREADS if (rc != SQLOCK_OK) return raise_sqlock(rc, err);
     if (!info.has_leader)
         Py_RETURN_NONE;
     return Py_BuildValue("{s:L,s:L,s:L,s:L,s:s,s:s}", "term", (long long)info.term, "pid",

@@ -4,8 +4,8 @@
 #include "common.h"
 
 static int lock_init(lock_object* self, PyObject* args, PyObject* kwargs) {
-    static char* keywords[] = {"db", "kind", "name", "count", "strategy", "ttl_ms",
-                               "retry_min_ms", "retry_max_ms", "renew", NULL};
+    static char* keywords[] = {"db",     "kind",         "name",         "count", "strategy",
+                               "ttl_ms", "retry_min_ms", "retry_max_ms", "renew", NULL};
     PyObject* db;
     lock_settings s = {0};
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!is|LiLLLp", keywords, &database_type, &db,
@@ -46,8 +46,7 @@ static void lock_close_handle(lock_object* self) {
     void* handle = self->handle;
     self->handle = NULL;
     if (handle) {
-        Py_BEGIN_ALLOW_THREADS
-        self->ops->close(handle);
+        Py_BEGIN_ALLOW_THREADS self->ops->close(handle);
         Py_END_ALLOW_THREADS
     }
     recorder_free(self->events);
@@ -85,8 +84,8 @@ static PyObject* lock_acquire(lock_object* self, PyObject* args) {
     sqlock_cancel* token_cancel = cancel == Py_None ? NULL : ((cancel_object*)cancel)->cancel;
     sqlock_error* err = NULL;
     int64_t token = 0;
-    const int rc = wait_sliced(self->ops, handle, shared, timeout_ms, slice_ms, token_cancel,
-                               &token, &err);
+    const int rc =
+        wait_sliced(self->ops, handle, shared, timeout_ms, slice_ms, token_cancel, &token, &err);
     if (rc == WAIT_INTERRUPTED)
         return NULL;
     if (rc == SQLOCK_NOT_GRANTED)
@@ -106,11 +105,8 @@ static PyObject* lock_release(lock_object* self, PyObject* args) {
         return NULL;
     sqlock_error* err = NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = self->ops->release(handle, shared, &err);
-    Py_END_ALLOW_THREADS
-    if (rc != SQLOCK_OK)
-        return raise_sqlock(rc, err);
+    Py_BEGIN_ALLOW_THREADS rc = self->ops->release(handle, shared, &err);
+    Py_END_ALLOW_THREADS if (rc != SQLOCK_OK) return raise_sqlock(rc, err);
     Py_RETURN_NONE;
 }
 

@@ -31,9 +31,15 @@ static PyMethodDef module_functions[] = {
 };
 
 static struct PyModuleDef module_definition = {
-    PyModuleDef_HEAD_INIT, "sqlock._sqlock",
-    "The thin C layer of sqlock over libsqlock-c (internal: import sqlock)", -1, module_functions,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "sqlock._sqlock",
+    "The thin C layer of sqlock over libsqlock-c (internal: import sqlock)",
+    -1,
+    module_functions,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 static int add_type(PyObject* module, PyTypeObject* type, const char* name) {

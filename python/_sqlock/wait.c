@@ -16,10 +16,8 @@ static int64_t now_ms(void) {
 static int attempt(const lock_ops* ops, void* handle, int shared, int64_t timeout_ms,
                    sqlock_cancel* cancel, int64_t* token, sqlock_error** err) {
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = ops->acquire(handle, shared, timeout_ms, cancel, token, err);
-    Py_END_ALLOW_THREADS
-    return rc;
+    Py_BEGIN_ALLOW_THREADS rc = ops->acquire(handle, shared, timeout_ms, cancel, token, err);
+    Py_END_ALLOW_THREADS return rc;
 }
 
 /* A slice that ran out because the server had no free connection slot is waited out, as
@@ -39,16 +37,14 @@ static int interrupted(const lock_ops* ops, void* handle, int shared, int grante
     if (granted) {
         PyObject *type, *value, *traceback;
         PyErr_Fetch(&type, &value, &traceback);
-        Py_BEGIN_ALLOW_THREADS
-        ops->release(handle, shared, NULL);
-        Py_END_ALLOW_THREADS
-        PyErr_Restore(type, value, traceback);
+        Py_BEGIN_ALLOW_THREADS ops->release(handle, shared, NULL);
+        Py_END_ALLOW_THREADS PyErr_Restore(type, value, traceback);
     }
     return 1;
 }
 
-int wait_sliced(const lock_ops* ops, void* handle, int shared, int64_t timeout_ms,
-                int64_t slice_ms, sqlock_cancel* cancel, int64_t* token, sqlock_error** err) {
+int wait_sliced(const lock_ops* ops, void* handle, int shared, int64_t timeout_ms, int64_t slice_ms,
+                sqlock_cancel* cancel, int64_t* token, sqlock_error** err) {
     if (slice_ms <= 0 || timeout_ms == 0) {
         const int rc = attempt(ops, handle, shared, timeout_ms, cancel, token, err);
         return rc == SQLOCK_OK && interrupted(ops, handle, shared, 1) ? WAIT_INTERRUPTED : rc;
