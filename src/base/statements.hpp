@@ -142,6 +142,8 @@ enum class statement : std::size_t {
                ///<   -> (token) when accepted | read-back
     q_renew,   ///< $1 name $2 owner $3 token $4 ttl_ms -> (token) when ours | read-back
     q_release, ///< $1 name $2 owner $3 token -> affected rows
+    q_list,    ///< $1 name|NULL -> rows (name token owner host pid ttl_ms version acquired_at
+               ///<   expires_in_ms|NULL), by name: for status and release --force
     count_
 };
 
@@ -218,6 +220,7 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "q_acquire",
     "q_renew",
     "q_release",
+    "q_list",
 };
 
 // A statement added to the enum without a file name here would silently get an empty name.

@@ -328,8 +328,8 @@ void quorum_protocol::release(lock_context&, const lock_request& req, const gran
         [=](lock_context& db, std::size_t) {
             // Asynchronously committed where the backend can: a release lost in a crash only
             // leaves the row to its lease; the token, the mark that matters, stays.
-            db.run_async_release(statement::q_release, {name, owner, token});
-            return true;
+            return db.run_async_release(statement::q_release, {name, owner, token}).affected_rows >
+                   0;
         },
         std::chrono::steady_clock::now() + m_wait_for_member);
     for (std::size_t i = 0; i < size(); ++i)
@@ -341,6 +341,17 @@ void quorum_protocol::release(lock_context&, const lock_request& req, const gran
                     // unreachable: the row ends with its lease (seen unchanged for a TTL)
                 }
             });
+    // Rows no longer ours on so many members that no majority can have been: taken over (a
+    // lease that ran out) or force-released while we held it. Given back all the same.
+    std::size_t gone = 0;
+    for (const auto& r : replies)
+        gone += r.value && !*r.value;
+    if (gone >= size() - majority() + 1)
+        throw error(errc::lock_lost, "quorum lock \"" + name + "\" (token " +
+                                         std::to_string(token) + "): " + std::to_string(gone) +
+                                         " of " + std::to_string(size()) +
+                                         " members said it was no longer ours when it was given "
+                                         "back (taken over or force-released)");
 }
 
 } // namespace sqlock::detail

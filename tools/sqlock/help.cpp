@@ -192,6 +192,12 @@ clock step in the last 24 hours (connect_options::clock_step_threshold), and by 
                 last_duration_ms, last_success_started_ms, last_success_age_ms (null: never),
                 slot_done, overdue (bools), running_since_ms (null: none), succeeded, failed,
                 lost, abandoned, skipped, now_ms (times: ms since 1970 UTC, database clock)
+With three or more --url (a quorum lock's members): each quorum lock and what every member says
+of it: held (one owner's lease live on a majority), free (a majority answered, none holds it)
+or undecided (too few answered, or they differ), the highest token, and per member its holder,
+token and lease, or why it did not answer. Takes --name GLOB and --json only; --json: an array
+of {name, primitive ("quorum_mutex"), state, owner, host, pid, held_on, token, members: [{url,
+answered, error, token, owner, host, pid, acquired_at, expires_in_ms, live}]}.
 )";
 
 const char* const reap_help =
@@ -242,6 +248,12 @@ row) is left alone: "nothing to release", exit 1, no token moved, nothing record
 whose lease expired (not taken over) still holds it and is released as above.
   --json   {"name", "permit" (null without --permit), "released", "strategy", "previous_owner",
             "previous_token", "new_token", "sessions_ended", "actor"}
+With three or more --url (a quorum lock's members): the holder's row is freed on every member
+that answers, each recorded in that member's audit table; the holder is told at its next
+renewal (a `run` stops its command, exit 76). Tokens stay: the next grant's is higher anyway.
+Exit 0 released, 1 nothing held on the members that answered, 69 fewer than a majority
+answered (the lock may still be held on the others). --json: {"name", "released",
+"released_on", "answered", "members", "previous_owner", "previous_token", "actor"}.
 )";
 
 } // namespace sqlock::cli

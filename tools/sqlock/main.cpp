@@ -144,6 +144,12 @@ int exit_code_for(const sqlock::error& e) {
     }
 }
 
+/// Commands that take several --url: the members of a quorum lock.
+bool takes_quorum(const std::string& command) {
+    return command == "run" || command == "migrate" || command == "status" || command == "list" ||
+           command == "release";
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -184,9 +190,9 @@ int main(int argc, char** argv) {
             }
             throw usage_error(o.args_error);
         }
-        if (o.urls.size() > 1 && o.command != "run" && o.command != "migrate")
+        if (o.urls.size() > 1 && !takes_quorum(o.command))
             throw usage_error(o.command + " takes one --url (several are the members of a quorum "
-                                          "lock: for run and migrate)");
+                                          "lock: for run, status, list, release and migrate)");
         return it->second.first(o);
     } catch (const usage_error& e) {
         std::cerr << "sqlock: " << e.what() << "\n(see sqlock --help)\n";
