@@ -140,9 +140,9 @@ struct quorum_member_view {
     bool known = false;    ///< it has a row for the name (it has granted it at least once)
     /// The highest token this member accepted for the name (its high-water mark).
     std::int64_t token = 0;
-    std::string owner; ///< the holder here ("" when free)
-    std::string host;  ///< the holder's host ("" when free)
-    std::int64_t pid = 0;
+    std::string owner;                ///< the holder here ("" when free)
+    std::string host;                 ///< the holder's host ("" when free)
+    std::int64_t pid = 0;             ///< the holder's process id (0 when free)
     std::chrono::milliseconds ttl{0}; ///< the holder's TTL
     std::string acquired_at;          ///< UTC, on the member's clock ("" when never granted)
     /// How long the holder's lease has left on this member's clock (negative: it ended and was
@@ -161,11 +161,11 @@ enum class quorum_verdict {
 
 /// A quorum lock as its members see it (quorum_status).
 struct quorum_lock_view {
-    std::string name;
-    quorum_verdict verdict = quorum_verdict::undecided;
-    std::string owner; ///< with verdict held: the holder ("" otherwise)
-    std::string host;  ///< with verdict held: the holder's host
-    std::int64_t pid = 0;
+    std::string name;                                   ///< the lock name
+    quorum_verdict verdict = quorum_verdict::undecided; ///< the members' answers taken together
+    std::string owner;    ///< with verdict held: the holder ("" otherwise)
+    std::string host;     ///< with verdict held: the holder's host
+    std::int64_t pid = 0; ///< with verdict held: the holder's process id
     /// With verdict held: the members where the holder's lease is live.
     std::size_t held_on = 0;
     /// The highest token any answering member accepted: the holder's, if held; the next grant
@@ -198,6 +198,7 @@ struct quorum_force_release_result {
     /// anyway, and a resource fencing by the highest token it has seen refuses the old
     /// holder's writes once it has seen the later grant's.
     std::int64_t previous_token = 0;
+    /// Freed on at least one member.
     bool released() const noexcept { return released_on > 0; }
 };
 
