@@ -215,4 +215,26 @@ quorum_force_release_result quorum_force_release(const std::vector<std::string>&
                                                  std::string_view name, std::string_view actor,
                                                  const connect_options& connect = {});
 
+/// What quorum_reseed did.
+struct quorum_reseed_result {
+    std::size_t names = 0;    ///< quorum lock names the other members know
+    std::size_t raised = 0;   ///< names whose mark was raised on the restored member
+    std::size_t answered = 0; ///< other members that answered
+};
+
+/// Re-seeds member `restored` (an index into `members`) after its data went back in time
+/// (restored from a backup, or a server that lost commits): for every name any other member
+/// knows, its mark is raised to the highest token the others accepted (created where missing,
+/// never lowered) and its row freed, so that it may vote again without letting a token repeat
+/// (docs: guides/quorum.md, "A member restored from a backup"). Run it before the member
+/// rejoins: grants that reach it before it is re-seeded may repeat a token.
+/// At least N - majority + 1 of the other members must answer (so that any majority that ever
+/// granted is seen through one of them): errc::connection otherwise, with nothing changed on
+/// the restored member. Throws errc::invalid_argument for fewer than 3 members or an index out
+/// of range, and what the restored member's statements throw.
+quorum_reseed_result quorum_reseed(std::vector<database>& members, std::size_t restored);
+/// quorum_reseed() with the members by URL, as quorum_status() takes them.
+quorum_reseed_result quorum_reseed(const std::vector<std::string>& member_urls,
+                                   std::size_t restored, const connect_options& connect = {});
+
 } // namespace sqlock

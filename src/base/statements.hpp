@@ -144,6 +144,7 @@ enum class statement : std::size_t {
     q_release, ///< $1 name $2 owner $3 token -> affected rows
     q_list,    ///< $1 name|NULL -> rows (name token owner host pid ttl_ms version acquired_at
                ///<   expires_in_ms|NULL), by name: for status and release --force
+    q_raise,   ///< $1 name $2 token -> affected rows (raised to $2 and freed where lower)
     count_
 };
 
@@ -221,6 +222,7 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "q_renew",
     "q_release",
     "q_list",
+    "q_raise",
 };
 
 // A statement added to the enum without a file name here would silently get an empty name.

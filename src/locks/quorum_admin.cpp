@@ -1,6 +1,7 @@
-// The quorum admin calls: quorum_status (what every member says of each quorum lock) and
-// quorum_force_release (break-glass release on every member), for sqlock status and release
-// with several --url.
+// The quorum admin calls: quorum_status (what every member says of each quorum lock),
+// quorum_force_release (break-glass release on every member) and quorum_reseed (a restored
+// member's marks raised from the others), for sqlock status, release and reseed with several
+// --url.
 #include "base/rows.hpp"
 #include "database/database_impl.hpp"
 #include "locks/lock_name.hpp"
@@ -176,6 +177,57 @@ quorum_force_release_result quorum_force_release(std::vector<database>& members,
             ++out.answered;
     }
     return out;
+}
+
+quorum_reseed_result quorum_reseed(std::vector<database>& members, std::size_t restored) {
+    detail::validate_quorum_members(members);
+    if (restored >= members.size())
+        throw error(errc::invalid_argument, "quorum_reseed: member index " +
+                                                std::to_string(restored) + " is out of range (" +
+                                                std::to_string(members.size()) + " members)");
+    std::vector<database> others;
+    for (std::size_t i = 0; i < members.size(); ++i)
+        if (i != restored)
+            others.push_back(members[i]);
+    const auto readings = read_members(others, {});
+    quorum_reseed_result out;
+    std::map<std::string, std::int64_t> highest; // name -> the highest mark among the others
+    for (const auto& r : readings) {
+        if (r.error)
+            continue;
+        ++out.answered;
+        for (const auto& row : r.rows)
+            highest[row.name] = std::max(highest[row.name], row.token);
+    }
+    // Any majority that granted has at least majority - 1 members among the others; reading
+    // all but that many - 1 of them sees one.
+    const std::size_t needed = members.size() - (members.size() / 2 + 1) + 1;
+    if (out.answered < needed) {
+        std::string why;
+        for (std::size_t i = 0; i < readings.size(); ++i)
+            if (readings[i].error)
+                why += "; " + others[i].url() + ": " + *readings[i].error;
+        throw error(errc::connection, "cannot re-seed quorum member " + members[restored].url() +
+                                          ": " + std::to_string(out.answered) + " of the " +
+                                          std::to_string(others.size()) +
+                                          " other members answered, and " + std::to_string(needed) +
+                                          " must (so that every grant's token is seen)" + why);
+    }
+    out.names = highest.size();
+    auto& db = detail::impl_of(members[restored]);
+    for (const auto& [lock_name, token] : highest) {
+        db.run(detail::statement::q_create, {std::string_view(lock_name)});
+        out.raised +=
+            db.run(detail::statement::q_raise, {std::string_view(lock_name), token}).affected_rows >
+            0;
+    }
+    return out;
+}
+
+quorum_reseed_result quorum_reseed(const std::vector<std::string>& member_urls,
+                                   std::size_t restored, const connect_options& connect) {
+    auto members = detail::unconnected_members(member_urls, connect);
+    return quorum_reseed(members, restored);
 }
 
 std::vector<quorum_lock_view> quorum_status(const std::vector<std::string>& member_urls,

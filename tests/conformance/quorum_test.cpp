@@ -291,6 +291,48 @@ TEST_SUITE("quorum") {
               sqlock::errc::invalid_argument);
     }
 
+    TEST_CASE("quorum_reseed raises a restored member's marks from the others") {
+        auto members = members_on_this_server("qreseed");
+        const auto name = test::unique_name("quorum-reseed");
+        std::int64_t token = 0;
+        {
+            sqlock::quorum_mutex a(members, name, qopts());
+            REQUIRE(a.try_lock());
+            token = a.token();
+            a.unlock();
+        }
+        // Member 0 comes back from a backup taken before the name was first used.
+        const auto q = members[0].backend() == sqlock::backend_kind::mysql ? std::string("`")
+                                                                           : std::string("\"");
+        test::exec_sql(members[0], "DELETE FROM " + q + members[0].table_prefix() + "quorum" + q +
+                                       " WHERE name = '" + name + "'");
+        const auto r = sqlock::quorum_reseed(members, 0);
+        CHECK(r.answered == 2);
+        CHECK(r.names == 1);
+        CHECK(r.raised == 1);
+        const auto seen = sqlock::quorum_status(members, name).at(0);
+        CHECK(seen.members.at(0).token == token);
+        CHECK(seen.members.at(0).owner.empty());
+        CHECK(sqlock::quorum_reseed(members, 0).raised == 0); // marks are never lowered or redone
+        sqlock::quorum_mutex b(members, name, qopts());
+        REQUIRE(b.try_lock());
+        CHECK(b.token() > token);
+        b.unlock();
+        CHECK(test::error_of([&] { sqlock::quorum_reseed(members, 3); }).code() ==
+              sqlock::errc::invalid_argument);
+    }
+
+    TEST_CASE("quorum_reseed changes nothing unless enough other members answer") {
+        test::db(); // the backend's own tables, migrated
+        const auto second = "sqlite://" + test::backend().scratch_dir + "/quorum-reseed-" +
+                            std::to_string(getpid()) + ".db";
+        sqlock::connect(second).migrate();
+        const std::vector<std::string> urls = {test::backend().url, second, unreachable_member()};
+        const auto e = test::error_of([&] { sqlock::quorum_reseed(urls, 0); });
+        CHECK(e.code() == sqlock::errc::connection);
+        CHECK(std::string(e.what()).find("1 of the 2 other members answered") != std::string::npos);
+    }
+
     TEST_CASE("quorum_status shows a member that does not answer, and still decides") {
         test::db(); // the backend's own tables, migrated
         const auto second = "sqlite://" + test::backend().scratch_dir + "/quorum-status-" +
@@ -496,6 +538,12 @@ TEST_SUITE("quorum_mixed") {
         CHECK(cli({"release", "--force", name}) == 1);
         REQUIRE(cli({"status", "--json", "--name", name}, dir + "/after.json") == 0);
         CHECK(test::parse_json(test::read_file(dir + "/after.json"))[0]["state"] == "free");
+        // A member restored from a backup is re-seeded from the others (by position or URL).
+        REQUIRE(cli({"reseed", "3", "--json"}, dir + "/reseed.json") == 0);
+        const auto reseeded = test::parse_json(test::read_file(dir + "/reseed.json"));
+        CHECK(reseeded["answered"] == 2);
+        CHECK(reseeded["names"].get<std::int64_t>() >= 1);
+        CHECK(cli({"reseed", "4"}) == 64);
         // Options that mean nothing for a quorum are refused.
         CHECK(cli({"status", "--prometheus"}) == 64);
         CHECK(cli({"release", name, "--force", "--permit", "1"}) == 64);

@@ -3,6 +3,7 @@
 #include "cli.hpp"
 #include "command.hpp"
 
+#include <charconv>
 #include <fnmatch.h>
 #include <iostream>
 #include <sqlock/quorum_mutex.hpp>
@@ -173,6 +174,52 @@ int cmd_release_quorum(const options& o, const std::string& name, const std::str
         return exit_unavailable;
     }
     return r.released() ? exit_ok : exit_not_found;
+}
+
+namespace {
+
+/// reseed's MEMBER: a URL exactly as given with --url, or a position 1..N. Its index.
+std::size_t member_index(const options& o, const std::string& member) {
+    for (std::size_t i = 0; i < o.urls.size(); ++i)
+        if (o.urls[i] == member)
+            return i;
+    std::size_t k = 0;
+    const auto [end, ec] = std::from_chars(member.data(), member.data() + member.size(), k);
+    if (ec == std::errc{} && end == member.data() + member.size() && k >= 1 && k <= o.urls.size())
+        return k - 1;
+    throw usage_error("reseed: \"" + sqlock::url_without_password(member) +
+                      "\" is neither one of the --url given nor a position 1.." +
+                      std::to_string(o.urls.size()));
+}
+
+} // namespace
+
+int cmd_reseed(const options& o) {
+    if (o.urls.size() < 3)
+        throw usage_error("reseed is for a quorum lock's members: give all of them, three or "
+                          "more --url");
+    if (o.args.empty())
+        throw usage_error("reseed: missing MEMBER (the restored member's URL or position)");
+    bool json = false;
+    for (std::size_t i = 1; i < o.args.size(); ++i) {
+        if (o.args[i] != "--json")
+            throw usage_error("reseed: unknown option " + o.args[i]);
+        json = true;
+    }
+    const auto index = member_index(o, o.args[0]);
+    const auto r = sqlock::quorum_reseed(o.urls, index, o.connect);
+    const auto url = sqlock::url_without_password(o.urls[index]);
+    if (json)
+        std::cout << json_line({{"member", url},
+                                {"names", r.names},
+                                {"raised", r.raised},
+                                {"answered", r.answered}})
+                  << "\n";
+    else
+        std::cout << "re-seeded " << url << " from " << r.answered << " other members: " << r.raised
+                  << " of " << r.names << " quorum lock names raised to their "
+                  << "highest token\n";
+    return exit_ok;
 }
 
 } // namespace sqlock::cli

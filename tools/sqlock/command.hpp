@@ -127,6 +127,10 @@ int cmd_status_quorum(const options& o);
 int cmd_release_quorum(const options& o, const std::string& name, const std::string& actor,
                        bool json);
 
+/// `reseed MEMBER` with three or more --url: raises a restored quorum member's marks from the
+/// other members (sqlock::quorum_reseed). exit_ok; exit_unavailable when too few answered.
+int cmd_reseed(const options& o);
+
 /// `reap`: deletes expired lock rows and old run-ledger rows in batches (--dry-run: counts
 /// them); prints what it did, as text or --json. exit_ok.
 int cmd_reap(const options& o);

@@ -20,6 +20,7 @@ commands:
   reap      delete expired lock rows in small batches (for cron / systemd timers)
   release   break-glass: release someone else's lock (--force)
   leader    who leads election NAME (sqlock::leader_election): id, term, lease (--json)
+  reseed    quorum locks: raise a restored member's marks from the other members
 
 global options (before or after COMMAND):
   --url URL            database URL; default: $SQLOCK_URL
@@ -254,6 +255,19 @@ renewal (a `run` stops its command, exit 76). Tokens stay: the next grant's is h
 Exit 0 released, 1 nothing held on the members that answered, 69 fewer than a majority
 answered (the lock may still be held on the others). --json: {"name", "released",
 "released_on", "answered", "members", "previous_owner", "previous_token", "actor"}.
+)";
+
+const char* const reseed_help =
+    R"(usage: sqlock --url A --url B --url C reseed MEMBER [--json]
+
+For a quorum lock's members (three or more --url; the guide "Quorum locks"): MEMBER (its URL as
+given, or its position 1..N) was restored from a backup, or its server lost commits, so its
+marks (the highest token it accepted per name) may have gone back. Raises each of its marks to
+the highest token the other members accepted, creating the names it lacks and freeing its rows;
+never lowers a mark. Run it before MEMBER rejoins (before its clients may reach it again): a
+grant that reaches it earlier may repeat a token. Needs N - majority + 1 of the other members
+to answer (both of them with three members), else exits 69 and changes nothing.
+  --json   {"member", "names", "raised", "answered"}
 )";
 
 } // namespace sqlock::cli
