@@ -72,11 +72,10 @@ class lease_watchdog;
 /// locks. Acquires with time to wait first queue in their process's line for the lock (no
 /// thread: see async_mutex); a line's head, and a try, occupies one of its `size()` threads
 /// until it completes (granted, timed out, cancelled or failed); heads beyond that wait for a
-/// free thread, in the order they came. Cancelling an acquire that waits for a thread completes
-/// it at once; a deadline that passes while it waits is seen when a thread takes it up (it then
-/// makes one attempt). Releases run on threads of their own (up to `size()` more, started
-/// as releases come), so that a release never waits behind acquires (which may be waiting for
-/// that very release); one timer thread ends queued acquires at their deadlines.
+/// free thread, in the order they came. Cancelling an acquire that waits (in the line or for a
+/// thread) completes it at once, and one timer thread ends it at its deadline (an empty guard).
+/// Releases run on threads of their own (up to `size()` more, started as releases come), so
+/// that a release never waits behind acquires (which may be waiting for that very release).
 ///
 /// A handle: copies share one pool, whose threads end when the last copy and the last
 /// operation or grant using it are gone. Thread safety: all members, from any thread.

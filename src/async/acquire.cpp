@@ -29,41 +29,53 @@ void async_acquire::start() {
 
 bool async_acquire::claim() noexcept {
     auto expected = phase::queued;
-    return m_phase.compare_exchange_strong(expected, phase::running);
+    return m_phase.compare_exchange_strong(expected, phase::claimed);
 }
 
 void async_acquire::run_claimed() noexcept {
     try {
         m_lockable->workers().run_acquire([self = shared_from_this()] { self->run_head(); });
     } catch (...) {
-        m_phase.store(phase::finished);
+        auto expected = phase::claimed;
+        if (!m_phase.compare_exchange_strong(expected, phase::finished))
+            return; // cancelled or timed out meanwhile: reported, and the line told
         m_lockable->line().head_done();
         report({acquire_result::outcome::failed, std::current_exception(), nullptr});
     }
 }
 
 void async_acquire::run_head() noexcept {
+    auto expected = phase::claimed;
+    if (!m_phase.compare_exchange_strong(expected, phase::running))
+        return; // ended while it waited for this thread (end_waiting told the line)
     auto result = attempt();
     m_phase.store(phase::finished);
     m_lockable->line().head_done(); // the next in line may ask now
     report(std::move(result));
 }
 
-void async_acquire::expire() noexcept {
+void async_acquire::end_waiting(acquire_result::outcome how) noexcept {
     auto expected = phase::queued;
-    if (!m_phase.compare_exchange_strong(expected, phase::finished))
-        return; // asking, or over
-    report({acquire_result::outcome::timed_out, nullptr, nullptr});
-    m_lockable->line().kick();
+    if (m_phase.compare_exchange_strong(expected, phase::finished)) {
+        report({how, nullptr, nullptr});
+        m_lockable->line().kick(); // it may have held up those behind it
+        return;
+    }
+    expected = phase::claimed;
+    if (m_phase.compare_exchange_strong(expected, phase::finished)) {
+        report({how, nullptr, nullptr});
+        m_lockable->line().head_done(); // it was the head: the next may ask
+    }
+    // Otherwise in the lock call (which looks at the stop request and the deadline), or over.
+}
+
+void async_acquire::expire() noexcept {
+    end_waiting(acquire_result::outcome::timed_out);
 }
 
 void async_acquire::cancel() noexcept {
     m_stop.request_stop(); // a running lock call looks at it
-    auto expected = phase::queued;
-    if (m_phase.compare_exchange_strong(expected, phase::finished)) {
-        report({acquire_result::outcome::cancelled, nullptr, nullptr});
-        m_lockable->line().kick();
-    }
+    end_waiting(acquire_result::outcome::cancelled);
 }
 
 void async_acquire::run() noexcept {

@@ -41,7 +41,12 @@ public:
     bool finished() const noexcept override { return m_phase.load() == phase::finished; }
 
 private:
-    enum class phase { queued, running, finished };
+    /// queued: in the line (or waiting for a thread, a try); claimed: the line's head, waiting
+    /// for a thread; running: in the lock call; finished: reported (or about to be).
+    enum class phase { queued, claimed, running, finished };
+    /// Ends this acquire with `how` (cancelled, timed out) if it is still queued or claimed,
+    /// and lets the line go on. Never throws.
+    void end_waiting(acquire_result::outcome how) noexcept;
     /// The acquire thread's part: the lock call, then the report.
     void run() noexcept;
     /// The same for an acquire the local line claimed.

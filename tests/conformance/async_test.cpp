@@ -338,6 +338,39 @@ TEST_SUITE("async") {
         CHECK(free_now(name));
     }
 
+    TEST_CASE("a head waiting for a busy worker ends at its deadline, or at once when cancelled") {
+        io_thread t;
+        const auto busy_name = unique_name("async-busy");
+        sqlock::mutex holder(db(), busy_name, test::opts());
+        holder.lock();
+        const sqlock::async_workers one(1);
+        sqlock::async_mutex busy(t.io.get_executor(), db(), busy_name, test::opts(),
+                                 {.workers = one});
+        std::promise<outcome> occupying;
+        busy.async_lock(into(occupying)); // waits for `holder` on the one worker
+        // Two other (free) names, whose heads wait for that worker.
+        sqlock::async_mutex timed(t.io.get_executor(), db(), unique_name("async-busy-timed"),
+                                  test::opts(), {.workers = one});
+        sqlock::async_mutex cancelled(t.io.get_executor(), db(),
+                                      unique_name("async-busy-cancelled"), test::opts(),
+                                      {.workers = one});
+        std::promise<outcome> waited, aborted;
+        const auto start = std::chrono::steady_clock::now();
+        timed.async_try_lock_for(300ms, into(waited));
+        cancelled.async_lock(into(aborted));
+        cancelled.cancel();
+        CHECK(aborted.get_future().get().how.aborted);
+        CHECK(std::chrono::steady_clock::now() - start < 250ms);
+        auto result = waited.get_future().get();
+        const auto took = std::chrono::steady_clock::now() - start;
+        CHECK_FALSE(result.how.failed);
+        CHECK_FALSE(result.guard);
+        CHECK(took >= 300ms);
+        CHECK(took < 1s);
+        holder.unlock();
+        CHECK(occupying.get_future().get().guard.owns_lock());
+    }
+
     TEST_CASE("a guard moves to another thread pool: it still owns, fences and releases there") {
         asio::thread_pool first(1);
         asio::thread_pool second(2);
