@@ -115,7 +115,7 @@ if [[ ! $WRITER_SHARE =~ ^[0-9]+$ ]] || ((WRITER_SHARE > 100)); then die "--writ
   die "--control: the negative controls run in lock mode"
 [[ $WORKER_MODE == quorum || $CONTROL != quorum-minority ]] ||
   die "--control quorum-minority: a quorum mode control (--mode quorum)"
-[[ $WORKER_MODE == quorum || ! ,$BACKENDS, =~ ,members, ]] ||
+[[ $WORKER_MODE == quorum || $MODE =~ ^(smoke|long)$ || ! ,$BACKENDS, =~ ,members, ]] ||
   die "--backend members: separate member servers are quorum mode's (--mode quorum)"
 [[ $MEMBER_KINDS =~ ^(postgresql|mysql),(postgresql|mysql),(postgresql|mysql)$ ]] ||
   die "--member-kinds wants three of postgresql|mysql, comma separated"
@@ -1054,7 +1054,7 @@ case $MODE in
     # the smoke runs of session 13; and every requested fault kind injected) keep a run from
     # passing on less than it must show; the controls run with SQLite.
     t0=$SECONDS
-    ((BACKENDS_SET)) || BACKENDS=sqlite,postgresql,mysql
+    ((BACKENDS_SET)) || BACKENDS=sqlite,postgresql,mysql,members
     STRATEGIES=unique_key,select_for_update,optimistic_version
     saved_ttl=$TTL saved_hold=$HOLD saved_interval=$INTERVAL
     TTL=1000 HOLD=1-50
