@@ -14,10 +14,14 @@
 #                                       every (selected) backend x strategy, short (a few
 #                                       minutes), leader, semaphore, rw and quorum mode on every
 #                                       backend, each run above its floor of grants; the
-#                                       controls with SQLite
+#                                       controls with SQLite; with members (a backend of its
+#                                       own, in the default list): the quorum over separate
+#                                       member servers, every member nemesis, and its control
 #   tools/torture/run.sh --long [--backend B] [--strategy S] [--duration SECS]
 #                                       every (selected) backend x strategy, 10 minutes each,
-#                                       all nemeses mixed, then the controls; a markdown table
+#                                       all nemeses mixed (members: the quorum over separate
+#                                       servers, client and member nemeses mixed), then the
+#                                       controls; a markdown table
 #   tools/torture/run.sh --failover [--runs N] [--strategy S] [--resume-bound MS]
 #                                       PostgreSQL primary + sync standby (tools/cluster/
 #                                       pg_replica.sh), workers on the multi-host URL, the
@@ -40,15 +44,16 @@
 # a requested fault kind was never injected (floor=no-KIND). A run draws the kinds it has not
 # injected yet first.
 # NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|clock|partition|migrate|mix
-# (and failover, --failover only; and with --backend members, instead of the server kinds:
-# member-kill (kill -9 one member's server, restart it), member-stop (SIGSTOP one member's
-# server for 1.5 x TTL), member-clock (step one member's wall clock by +-clock-step),
-# member-partition (cut one client, the holder if any, from one member for --partition-ms);
-# kill and stop are the clients': stop pauses the holder); migrate applies a migration the compatibility contract allows
+# (and failover, --failover only); migrate applies a migration the compatibility contract allows
 # (a new table, a nullable column on the lock table) mid-run, as `sqlock migrate` would
 # (sqlock_torture_migrate); a migration that fails fails the run (migrate=FAILED);
 # "KIND:N" injects KIND at most N times. Prints one summary line per run; exits 1 if any run
 # failed (for --controls: if a control was NOT caught), 2 on bad usage.
+# With --backend members the server kinds give way to the member kinds (one member at a time):
+# member-kill (crash one member's server, restart it), member-stop (SIGSTOP one member's server
+# for 1.5 x TTL), member-clock (step one member's wall clock by +-clock-step, or back to 0),
+# member-partition (cut one client, the holder if any, from one member for --partition-ms);
+# kill and stop stay the clients' (stop pauses the holder); mix is all six.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -62,7 +67,7 @@ CLOCK_STEP=10 PARTITION_MS='' BACKENDS_SET=0 STRATEGIES_SET=0 RUNS=5 RESUME_BOUN
 HOLD_SET=0 WORKER_MODE=lock PERMITS=2 WRITER_SHARE=33 REAPERS=0 MIN_GRANTS=0
 MEMBER_KINDS=postgresql,mysql,postgresql
 
-usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "torture: $*" >&2; exit 2; }
 
 while (($#)); do
