@@ -476,7 +476,10 @@ nemesis_kill() {
 
 nemesis_stop() {
   local pid; pid=$(victim)
-  [[ -n ${STOP_SEEN[$pid]:-} ]] && return 0
+  # Stopped already, or asked to stop itself and not there yet: a second "fault stop" of the
+  # same process would get no fault_end (one stop, one continue), and a fault left open
+  # hides every later liveness window from the checker.
+  [[ -n ${STOP_SEEN[$pid]:-} || -n ${STOP_NOTED[$pid]:-} ]] && return 0
   note fault stop "$pid"; STOP_NOTED[$pid]=1
   # Half the time the worker stops itself inside its next write window (the worst moment).
   if ((RANDOM % 2)); then kill -USR1 "$pid" 2>/dev/null || true
