@@ -234,7 +234,7 @@ member_pids() {
   local pid dir=${MEMBER_DIR[$1]}
   if [[ ${MEMBER_KIND[$1]} == postgresql ]]; then
     pid=$(head -n1 "$dir/pg/postmaster.pid")
-    # shellcheck disable=SC2086  # a list of pids
+    # shellcheck disable=SC2046  # a list of pids
     echo "$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null || true)
   else
     cat "$dir/mariadb/mysqld.pid"
@@ -242,7 +242,8 @@ member_pids() {
 }
 # Member M's offset file(s): testdb.sh reads .postgres for PostgreSQL, .mariadb for MariaDB.
 set_member_clock() {  # set_member_clock M OFFSET
-  local f=${MEMBER_DIR[$1]}/faketime.$(member_server "$1")
+  local f
+  f=${MEMBER_DIR[$1]}/faketime.$(member_server "$1")
   printf '%+d\n' "$2" >"$f.new" && chmod 644 "$f.new" && mv -f "$f.new" "$f"
   MEMBER_OFFSET[$1]=$2
 }
@@ -685,7 +686,7 @@ end_partition() {
 # member. At most one member fault with a duration (member-stop, member-partition) is open at
 # a time, and no member fault is drawn meanwhile, so a majority of members always answers
 # (the target: any one of three members down or paused); client faults go on beside them.
-MEMBER_UNTIL=0 MEMBER_FAULT= MEMBER_TARGET= MEMBER_PAUSED=
+MEMBER_UNTIL=0 MEMBER_FAULT='' MEMBER_TARGET='' MEMBER_PAUSED=''
 member_busy() { ((MEMBER_UNTIL)); }
 
 # member-kill: kill -9 (MariaDB) / pg_ctl stop -m immediate (PostgreSQL) of one member's
@@ -731,7 +732,7 @@ nemesis_member_clock() {
 # member-partition: one client (the holder if any) cut off from one member for PARTITION_MS:
 # its relay to that member is frozen (nothing passes either way, nothing is closed), then
 # thawed.
-MEMBER_CUT=
+MEMBER_CUT=''
 nemesis_member_partition() {
   local pid slot m=$((RANDOM % 3))
   pid=$(victim); slot=$(slot_of_pid "$pid")
