@@ -18,8 +18,10 @@
 #      strictly increasing tokens, scheduled jobs once per slot);
 #   4. then, side by side: the torture smoke on the ci build, one process per backend
 #      (tools/torture/run.sh --smoke --backend B: every strategy with client kills and a server
-#      crash, the no-fault mode, leader/semaphore/rw modes, both negative controls on SQLite;
-#      runs below their floors of grants and faults fail); the failover torture (--failover
+#      crash, the no-fault mode, leader/semaphore/rw/quorum modes, the negative controls on
+#      SQLite; runs below their floors of grants and faults fail), and the quorum over three
+#      separate member servers (--smoke --backend members: member kill, stop, clock step and
+#      partition, client kill and stop, its negative control); the failover torture (--failover
 #      --runs 5: a PostgreSQL primary + synchronous standby, the primary crashed and the standby
 #      promoted under load, every strategy, 5 times); and the replicated-database tests
 #      (tests/replication/run.sh: standby, failover, PgBouncer, Galera).
@@ -203,6 +205,10 @@ for backend in sqlite postgresql mysql; do
         tools/torture/run.sh --smoke --backend "$backend" --build build/ci
     port=$((port + 2000))
 done
+# Three servers of its own (two PostgreSQL, one MariaDB): the ports of stage 3's cross-release
+# test, which has ended.
+bg_stage "torture smoke: quorum members" 30000-31999 \
+    tools/torture/run.sh --smoke --backend members --build build/ci
 bg_stage "torture failover x5" 26000-27999 \
     tools/torture/run.sh --failover --runs 5 --build build/ci
 bg_stage "replicated databases" 28000-29999 tests/replication/run.sh . build/ci

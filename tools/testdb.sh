@@ -19,6 +19,11 @@
 # faketime), which also shifts its absolute-deadline waits. The files must be readable by the
 # server users.
 #
+# Opt-in: with TESTDB_ONLY=postgres or TESTDB_ONLY=mariadb, "start" starts that server alone
+# (env.sh names only its URL and pid), and "crash", "restart", "stop" and "env" act on it alone:
+# for several independent servers of one kind, one per DIR (the torture suite's quorum members,
+# tools/torture/run.sh --backend members).
+#
 # Opt-in: with TESTDB_DEFAULT_LIMITS=1, "start" gives the servers the connection limits of the
 # Debian packages (PostgreSQL max_connections = 100, MariaDB max_connections = 151) instead of
 # 200 each, for benchmarks of many processes against a default server (tools/bench/run_fleet.sh).
@@ -32,6 +37,14 @@ WAIT_SECS=60
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 
 TOOL=testdb SERVER_USERS=(postgres mysql)
+# Which servers this invocation starts and manages (TESTDB_ONLY; both by default).
+WANT_PG=1 WANT_MY=1
+case ${TESTDB_ONLY:-} in
+  '') ;;
+  postgres) WANT_MY=0 ;;
+  mariadb) WANT_PG=0 ;;
+  *) echo "testdb: TESTDB_ONLY must be postgres or mariadb, not '$TESTDB_ONLY'" >&2; exit 2 ;;
+esac
 # die, say, usage, setup_users, as_pg, alive, stop_process, pick_port, do_run, ...
 # shellcheck source=tools/lib/servers.sh
 source "$(dirname "$(realpath "$0")")/lib/servers.sh"
@@ -97,8 +110,8 @@ launch_mariadbd() {
 # Wait (bounded) until the server(s) named in $1 (postgres|mariadb|all) answer.
 wait_ready() {
   local which=$1 pgport deadline=$((SECONDS + WAIT_SECS))
-  pgport=$(sed -n 's/^port = //p' "$DIR/pg/postgresql.conf" | tail -n1)
   if [[ $which != mariadb ]]; then
+    pgport=$(sed -n 's/^port = //p' "$DIR/pg/postgresql.conf" | tail -n1)
     until pg_ready "$pgport"; do
       ((SECONDS < deadline)) || die "postgres not ready after ${WAIT_SECS}s"
       sleep 0.1
@@ -114,15 +127,28 @@ wait_ready() {
 
 # Rewrite the pids in env.sh after a restart.
 update_env_pids() {
-  env_set SQLOCK_TEST_POSTGRES_PID "$(pg_pid)"
-  env_set SQLOCK_TEST_MYSQL_PID "$(my_pid)"
+  ((WANT_PG)) && env_set SQLOCK_TEST_POSTGRES_PID "$(pg_pid)"
+  ((WANT_MY)) && env_set SQLOCK_TEST_MYSQL_PID "$(my_pid)"
+  return 0
+}
+
+# "all" means the servers this invocation manages (TESTDB_ONLY).
+which_servers() {
+  local which=${1:-all}
+  [[ $which =~ ^(postgres|mariadb|all)$ ]] || usage
+  if [[ $which == all ]]; then
+    ((WANT_PG)) || which=mariadb
+    ((WANT_MY)) || which=postgres
+  fi
+  echo "$which"
 }
 
 # ---------------------------------------------------------------- commands
 do_stop() {
   [[ -d $DIR ]] || return 0
   # A server not gone within 30 s is SIGKILLed, with its children (e.g. PostgreSQL's backends).
-  # pg_ctl must run as the data dir owner; -m fast aborts open sessions.
+  # pg_ctl must run as the data dir owner; -m fast aborts open sessions. (A server this
+  # invocation does not manage, TESTDB_ONLY, has no pid here: stop_process does nothing.)
   stop_process postgres "$(pg_pid)" '^postgres$' 30 as_pg "$PGBIN/pg_ctl" stop -D "$DIR/pg" -m fast -w -t 30
   # SIGTERM is a clean shutdown for mariadbd and needs no working connection.
   stop_process mariadb "$(my_pid)" '^mariadbd$' 30 kill -TERM "$(my_pid)"
@@ -165,14 +191,15 @@ do_start() {
   [[ ${TESTDB_DEFAULT_LIMITS:-0} == 1 ]] && pg_max=100 my_max=151
 
   # --- PostgreSQL
-  mkdir -m 700 "$DIR/pg" "$DIR/pg-sock"
-  touch "$DIR/pg.log"
-  chown "$PG_OS_USER:" "$DIR/pg" "$DIR/pg-sock" "$DIR/pg.log"
-  # host (TCP) auth is scram so wrong passwords fail; local socket is trust so
-  # we can bootstrap without a password (socket dir is 0700, owner-only).
-  as_pg "$PGBIN/initdb" -D "$DIR/pg" -U postgres --auth-host=scram-sha-256 --auth-local=trust \
-    --encoding=UTF8 --locale=C >>"$DIR/pg.log" 2>&1
-  cat >>"$DIR/pg/postgresql.conf" <<EOF
+  if ((WANT_PG)); then
+    mkdir -m 700 "$DIR/pg" "$DIR/pg-sock"
+    touch "$DIR/pg.log"
+    chown "$PG_OS_USER:" "$DIR/pg" "$DIR/pg-sock" "$DIR/pg.log"
+    # host (TCP) auth is scram so wrong passwords fail; local socket is trust so
+    # we can bootstrap without a password (socket dir is 0700, owner-only).
+    as_pg "$PGBIN/initdb" -D "$DIR/pg" -U postgres --auth-host=scram-sha-256 --auth-local=trust \
+      --encoding=UTF8 --locale=C >>"$DIR/pg.log" 2>&1
+    cat >>"$DIR/pg/postgresql.conf" <<EOF
 # --- testdb.sh
 listen_addresses = '127.0.0.1'
 port = $pgport
@@ -180,46 +207,50 @@ unix_socket_directories = '$DIR/pg-sock'
 max_connections = $pg_max
 password_encryption = 'scram-sha-256'
 EOF
-  # -W: don't wait here; we poll both servers together below.
-  as_pg "${PG_CLOCK_ENV[@]}" "$PGBIN/pg_ctl" start -W -D "$DIR/pg" -l "$DIR/pg.log" >/dev/null
+    # -W: don't wait here; we poll both servers together below.
+    as_pg "${PG_CLOCK_ENV[@]}" "$PGBIN/pg_ctl" start -W -D "$DIR/pg" -l "$DIR/pg.log" >/dev/null
+  fi
 
   # --- MariaDB
-  # --no-defaults (must be first) keeps /etc/mysql/*.cnf (system socket, pid,
-  # log paths, plugins) out of our instance.
-  # A temporary folder of its own: two bootstraps sharing /tmp at once (instances started side
-  # by side by tools/test-all.sh) removed each other's temporary tables, and
-  # mariadb-install-db failed with "Installation of system tables failed".
-  local myargs=(--no-defaults --datadir="$DIR/mariadb" --tmpdir="$DIR/mariadb-tmp")
-  [[ $EUID -eq 0 ]] && myargs+=(--user="$MY_OS_USER")
-  mkdir -m 700 "$DIR/mariadb" "$DIR/mariadb-tmp"
-  touch "$DIR/mariadb.log"
-  chown "$MY_OS_USER:" "$DIR/mariadb" "$DIR/mariadb-tmp" "$DIR/mariadb.log"
-  # "normal": passwordless root (the default "socket" ties root to OS user
-  # names). It also creates root@127.0.0.1/::1/<hostname>, removed below.
-  mariadb-install-db "${myargs[@]}" --auth-root-authentication-method=normal --skip-test-db \
-    >>"$DIR/mariadb.log" 2>&1
-  # Run mariadbd directly (no mysqld_safe, so the pid is the server itself);
-  # setsid detaches it from our session/terminal.
-  myargs+=(--port="$myport" --bind-address=127.0.0.1
-    --socket="$DIR/mariadb/mysqld.sock" --pid-file="$DIR/mariadb/mysqld.pid"
-    --log-error="$DIR/mariadb.log" --skip-name-resolve --max-connections="$my_max"
-    --innodb-flush-log-at-trx-commit=1 --character-set-server=utf8mb4
-    --collation-server=utf8mb4_general_ci
-    # sqlock status names select_for_update holders through the InnoDB lock monitor, and the
-    # waiters in unique_key/optimistic_version queues through performance_schema
-    --innodb-status-output-locks=ON --performance-schema=ON
-    --performance-schema-instrument='wait/lock/metadata/sql/mdl=ON')
-  # Kept for "restart" (same arguments after a crash), one per line.
-  printf '%s\n' "${myargs[@]}" >"$DIR/mariadb.args"
-  launch_mariadbd "${myargs[@]}"
-  local mystarter=$!
+  local mystarter=0
+  if ((WANT_MY)); then
+    # --no-defaults (must be first) keeps /etc/mysql/*.cnf (system socket, pid,
+    # log paths, plugins) out of our instance.
+    # A temporary folder of its own: two bootstraps sharing /tmp at once (instances started side
+    # by side by tools/test-all.sh) removed each other's temporary tables, and
+    # mariadb-install-db failed with "Installation of system tables failed".
+    local myargs=(--no-defaults --datadir="$DIR/mariadb" --tmpdir="$DIR/mariadb-tmp")
+    [[ $EUID -eq 0 ]] && myargs+=(--user="$MY_OS_USER")
+    mkdir -m 700 "$DIR/mariadb" "$DIR/mariadb-tmp"
+    touch "$DIR/mariadb.log"
+    chown "$MY_OS_USER:" "$DIR/mariadb" "$DIR/mariadb-tmp" "$DIR/mariadb.log"
+    # "normal": passwordless root (the default "socket" ties root to OS user
+    # names). It also creates root@127.0.0.1/::1/<hostname>, removed below.
+    mariadb-install-db "${myargs[@]}" --auth-root-authentication-method=normal --skip-test-db \
+      >>"$DIR/mariadb.log" 2>&1
+    # Run mariadbd directly (no mysqld_safe, so the pid is the server itself);
+    # setsid detaches it from our session/terminal.
+    myargs+=(--port="$myport" --bind-address=127.0.0.1
+      --socket="$DIR/mariadb/mysqld.sock" --pid-file="$DIR/mariadb/mysqld.pid"
+      --log-error="$DIR/mariadb.log" --skip-name-resolve --max-connections="$my_max"
+      --innodb-flush-log-at-trx-commit=1 --character-set-server=utf8mb4
+      --collation-server=utf8mb4_general_ci
+      # sqlock status names select_for_update holders through the InnoDB lock monitor, and the
+      # waiters in unique_key/optimistic_version queues through performance_schema
+      --innodb-status-output-locks=ON --performance-schema=ON
+      --performance-schema-instrument='wait/lock/metadata/sql/mdl=ON')
+    # Kept for "restart" (same arguments after a crash), one per line.
+    printf '%s\n' "${myargs[@]}" >"$DIR/mariadb.args"
+    launch_mariadbd "${myargs[@]}"
+    mystarter=$!
+  fi
 
-  # --- wait for both (bounded)
-  local t0=$SECONDS pg_ok=0 my_ok=0
+  # --- wait for both (bounded); a server not started (TESTDB_ONLY) counts as ready
+  local t0=$SECONDS pg_ok=$((1 - WANT_PG)) my_ok=$((1 - WANT_MY))
   while ((!pg_ok || !my_ok)); do
     ((pg_ok)) || { pg_ready "$pgport" && pg_ok=1; } || true
     ((my_ok)) || { my_ready && my_ok=1; } || true
-    kill -0 "$mystarter" 2>/dev/null || die "mariadbd exited during startup"
+    ((!WANT_MY)) || kill -0 "$mystarter" 2>/dev/null || die "mariadbd exited during startup"
     # pg_ctl -W gives no pid to watch; after a grace period for the pid file
     # to appear, a missing postmaster means it died.
     ((pg_ok || SECONDS < t0 + 5)) || alive "$(pg_pid)" '^postgres$' || die "postgres exited during startup"
@@ -228,34 +259,37 @@ EOF
   done
 
   # --- accounts and databases
-  "$PGBIN/psql" -q -X -v ON_ERROR_STOP=1 -h "$DIR/pg-sock" -p "$pgport" -U postgres -d postgres \
+  ((!WANT_PG)) || "$PGBIN/psql" -q -X -v ON_ERROR_STOP=1 -h "$DIR/pg-sock" -p "$pgport" -U postgres -d postgres \
     -c "CREATE ROLE sqlock LOGIN SUPERUSER PASSWORD '$pw'" \
     -c "CREATE DATABASE sqlock_test OWNER sqlock" >/dev/null
   # Drop passwordless root over TCP (any local user could use it); root stays
   # reachable via our socket only (with skip-name-resolve, 'localhost' = socket).
-  mariadb_accounts_sql "$pw" | mariadb --no-defaults --socket="$DIR/mariadb/mysqld.sock" -uroot
+  ((!WANT_MY)) || mariadb_accounts_sql "$pw" | mariadb --no-defaults --socket="$DIR/mariadb/mysqld.sock" -uroot
 
-  (umask 077; cat >"$DIR/env.sh") <<EOF
-export SQLOCK_TEST_POSTGRES_URL='postgresql://sqlock:$pw@127.0.0.1:$pgport/sqlock_test'
-export SQLOCK_TEST_MYSQL_URL='mysql://sqlock:$pw@127.0.0.1:$myport/sqlock_test'
-export SQLOCK_TEST_POSTGRES_PID=$(pg_pid)
-export SQLOCK_TEST_MYSQL_PID=$(my_pid)
-export SQLOCK_TEST_DB_DIR=$(printf %q "$DIR")
-EOF
+  (umask 077; : >"$DIR/env.sh")
+  if ((WANT_PG)); then
+    echo "export SQLOCK_TEST_POSTGRES_URL='postgresql://sqlock:$pw@127.0.0.1:$pgport/sqlock_test'"
+    echo "export SQLOCK_TEST_POSTGRES_PID=$(pg_pid)"
+  fi >>"$DIR/env.sh"
+  if ((WANT_MY)); then
+    echo "export SQLOCK_TEST_MYSQL_URL='mysql://sqlock:$pw@127.0.0.1:$myport/sqlock_test'"
+    echo "export SQLOCK_TEST_MYSQL_PID=$(my_pid)"
+  fi >>"$DIR/env.sh"
+  echo "export SQLOCK_TEST_DB_DIR=$(printf %q "$DIR")" >>"$DIR/env.sh"
   # Tests that step the servers' clocks find the offset file here.
   if [[ -n ${TESTDB_FAKETIME_FILE:-} ]]; then
     echo "export SQLOCK_TEST_POSTGRES_CLOCK_FILE=$(printf %q "$(realpath "$TESTDB_FAKETIME_FILE.postgres")")"
     echo "export SQLOCK_TEST_MYSQL_CLOCK_FILE=$(printf %q "$(realpath "$TESTDB_FAKETIME_FILE.mariadb")")"
   fi >>"$DIR/env.sh"
   trap - EXIT
-  echo "postgres: postgresql://sqlock:$pw@127.0.0.1:$pgport/sqlock_test"
-  echo "mariadb:  mysql://sqlock:$pw@127.0.0.1:$myport/sqlock_test"
+  ((!WANT_PG)) || echo "postgres: postgresql://sqlock:$pw@127.0.0.1:$pgport/sqlock_test"
+  ((!WANT_MY)) || echo "mariadb:  mysql://sqlock:$pw@127.0.0.1:$myport/sqlock_test"
 }
 
 # Crash without any shutdown work: what a power cut or an OOM kill leaves behind.
 do_crash() {
-  local which=${1:-all} pid
-  [[ $which =~ ^(postgres|mariadb|all)$ ]] || usage
+  local which pid
+  which=$(which_servers "${1:-}")
   if [[ $which != mariadb ]]; then
     pid=$(pg_pid)
     alive "$pid" '^postgres$' || die "postgres not running in $DIR"
@@ -271,8 +305,8 @@ do_crash() {
 }
 
 do_restart() {
-  local which=${1:-all} args=()
-  [[ $which =~ ^(postgres|mariadb|all)$ ]] || usage
+  local which args=()
+  which=$(which_servers "${1:-}")
   if [[ $which != mariadb ]] && ! alive "$(pg_pid)" '^postgres$'; then
     [[ -d $DIR/pg ]] || die "no postgres data dir in $DIR"
     as_pg "${PG_CLOCK_ENV[@]}" "$PGBIN/pg_ctl" start -W -D "$DIR/pg" -l "$DIR/pg.log" >/dev/null
@@ -289,7 +323,8 @@ do_restart() {
 }
 
 do_env() {
-  if [[ -f $DIR/env.sh ]] && alive "$(pg_pid)" '^postgres$' && alive "$(my_pid)" '^mariadbd$'; then
+  if [[ -f $DIR/env.sh ]] && { ((!WANT_PG)) || alive "$(pg_pid)" '^postgres$'; } &&
+    { ((!WANT_MY)) || alive "$(my_pid)" '^mariadbd$'; }; then
     cat "$DIR/env.sh"
   else
     say "not running in $DIR"; exit 1

@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
 # Fault-injection torture runs for sqlock (see tools/torture/README.md).
 #
-#   tools/torture/run.sh [--backend sqlite|postgresql|mysql|all] [--strategy S|all]
+#   tools/torture/run.sh [--backend sqlite|postgresql|mysql|all|members] [--strategy S|all]
 #                        [--nemesis LIST] [--processes N] [--duration SECS] [--ttl MS]
 #                        [--hold MIN-MAX] [--seed N] [--interval MS] [--liveness-bound MS]
-#                        [--renew on|off|mix] [--build DIR] [--keep] [--control skip-lock|ignore-tokens]
+#                        [--renew on|off|mix] [--build DIR] [--keep]
+#                        [--control skip-lock|ignore-tokens|quorum-minority]
 #                        [--clock-step SECS] [--partition-ms MS]
 #                        [--mode lock|leader|semaphore|rw|quorum] [--permits N] [--writer-share PCT]
-#                        [--reapers N] [--min-grants N]
-#   tools/torture/run.sh --controls     both negative controls; exit 0 only if both are caught
+#                        [--reapers N] [--min-grants N] [--member-kinds K,K,K]
+#   tools/torture/run.sh --controls     the negative controls; exit 0 only if all are caught
 #   tools/torture/run.sh --smoke [--backend B]
 #                                       every (selected) backend x strategy, short (a few
 #                                       minutes), leader, semaphore, rw and quorum mode on every
 #                                       backend, each run above its floor of grants; the
-#                                       controls with SQLite
+#                                       controls with SQLite; with members (a backend of its
+#                                       own, in the default list): the quorum over separate
+#                                       member servers, every member nemesis, and its control
 #   tools/torture/run.sh --long [--backend B] [--strategy S] [--duration SECS]
 #                                       every (selected) backend x strategy, 10 minutes each,
-#                                       all nemeses mixed, then the controls; a markdown table
+#                                       all nemeses mixed (members: the quorum over separate
+#                                       servers, client and member nemeses mixed), then the
+#                                       controls; a markdown table
 #   tools/torture/run.sh --failover [--runs N] [--strategy S] [--resume-bound MS]
 #                                       PostgreSQL primary + sync standby (tools/cluster/
 #                                       pg_replica.sh), workers on the multi-host URL, the
@@ -30,6 +35,9 @@
 # --permits reader permits, --writer-share PCT (33) of the grants exclusive (README.md).
 # --mode quorum: sqlock::quorum_mutex over three members, lock tables of their own on the
 # backend's server (unique_key); the lock-mode rules (README.md, "Quorum mode").
+# --mode quorum --backend members: the three members are three separate throwaway servers
+# (--member-kinds, default postgresql,mysql,postgresql), each client reaching each member
+# through a relay of its own, so that one member can fail alone (member nemeses below).
 # --reapers N: N `sqlock reap` loops (as from N hosts' cron, back to back, no grace) run beside the
 # workers, so that reaping races grants, renewals, takeovers and every fault (README.md).
 # --min-grants N: a run with fewer grants fails (floor=grants<N); so does, always, a run in which
@@ -41,6 +49,11 @@
 # (sqlock_torture_migrate); a migration that fails fails the run (migrate=FAILED);
 # "KIND:N" injects KIND at most N times. Prints one summary line per run; exits 1 if any run
 # failed (for --controls: if a control was NOT caught), 2 on bad usage.
+# With --backend members the server kinds give way to the member kinds (one member at a time):
+# member-kill (crash one member's server, restart it), member-stop (SIGSTOP one member's server
+# for 1.5 x TTL), member-clock (step one member's wall clock by +-clock-step, or back to 0),
+# member-partition (cut one client, the holder if any, from one member for --partition-ms);
+# kill and stop stay the clients' (stop pauses the holder); mix is all six.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -52,8 +65,9 @@ HOLD=1-80 SEED=$((RANDOM * 32768 + RANDOM)) INTERVAL=2000 BOUND=3000 RENEW=mix
 BUILD=$ROOT/build/ci KEEP=0 DURATION_SET=0 CONTROL=none MODE=single STOP_FACTOR=15
 CLOCK_STEP=10 PARTITION_MS='' BACKENDS_SET=0 STRATEGIES_SET=0 RUNS=5 RESUME_BOUND='' TTL_SET=0
 HOLD_SET=0 WORKER_MODE=lock PERMITS=2 WRITER_SHARE=33 REAPERS=0 MIN_GRANTS=0
+MEMBER_KINDS=postgresql,mysql,postgresql
 
-usage() { sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "torture: $*" >&2; exit 2; }
 
 while (($#)); do
@@ -85,6 +99,7 @@ while (($#)); do
     --resume-bound) RESUME_BOUND=$2; shift ;;
     --reapers) REAPERS=$2; shift ;;
     --min-grants) MIN_GRANTS=$2; shift ;;
+    --member-kinds) MEMBER_KINDS=$2; shift ;;
     -h|--help) usage ;;
     *) echo "torture: unknown option $1" >&2; usage ;;
   esac
@@ -93,7 +108,7 @@ done
 [[ $BACKENDS == all ]] && BACKENDS=sqlite,postgresql,mysql
 [[ $STRATEGIES == all ]] && STRATEGIES=unique_key,select_for_update,optimistic_version
 [[ $HOLD =~ ^([0-9]+)-([0-9]+)$ ]] || die "--hold wants MIN-MAX percent of the TTL"
-[[ $CONTROL =~ ^(none|skip-lock|ignore-tokens)$ ]] || die "bad --control $CONTROL"
+[[ $CONTROL =~ ^(none|skip-lock|ignore-tokens|quorum-minority)$ ]] || die "bad --control $CONTROL"
 [[ $CLOCK_STEP =~ ^[1-9][0-9]*$ ]] || die "--clock-step wants whole seconds > 0"
 [[ -z $PARTITION_MS || $PARTITION_MS =~ ^[1-9][0-9]*$ ]] || die "--partition-ms wants MS > 0"
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "--runs wants N > 0"
@@ -101,8 +116,14 @@ done
   die "--mode wants lock, leader, semaphore, rw or quorum"
 [[ $PERMITS =~ ^[1-9][0-9]*$ ]] || die "--permits wants N > 0"
 if [[ ! $WRITER_SHARE =~ ^[0-9]+$ ]] || ((WRITER_SHARE > 100)); then die "--writer-share wants 0-100"; fi
-[[ $WORKER_MODE =~ ^(lock|leader)$ || $CONTROL == none ]] ||
+[[ $WORKER_MODE =~ ^(lock|leader)$ || $CONTROL =~ ^(none|quorum-minority)$ ]] ||
   die "--control: the negative controls run in lock mode"
+[[ $WORKER_MODE == quorum || $CONTROL != quorum-minority ]] ||
+  die "--control quorum-minority: a quorum mode control (--mode quorum)"
+[[ $WORKER_MODE == quorum || $MODE =~ ^(smoke|long)$ || ! ,$BACKENDS, =~ ,members, ]] ||
+  die "--backend members: separate member servers are quorum mode's (--mode quorum)"
+[[ $MEMBER_KINDS =~ ^(postgresql|mysql),(postgresql|mysql),(postgresql|mysql)$ ]] ||
+  die "--member-kinds wants three of postgresql|mysql, comma separated"
 [[ $WORKER_MODE != leader || $STRATEGIES == unique_key ]] ||
   die "--mode leader: leader_election is built on unique_key (--strategy unique_key)"
 [[ $WORKER_MODE != quorum || $STRATEGIES == unique_key ]] ||
@@ -110,6 +131,8 @@ if [[ ! $WRITER_SHARE =~ ^[0-9]+$ ]] || ((WRITER_SHARE > 100)); then die "--writ
 [[ -z $RESUME_BOUND || $RESUME_BOUND =~ ^[1-9][0-9]*$ ]] || die "--resume-bound wants MS > 0"
 [[ $REAPERS =~ ^[0-9]+$ ]] || die "--reapers wants N >= 0"
 [[ $MIN_GRANTS =~ ^[0-9]+$ ]] || die "--min-grants wants N >= 0"
+((REAPERS == 0)) || [[ ! ,$BACKENDS, =~ ,members, ]] ||
+  die "--reapers: not with --backend members (a reaper has one database)"
 WORKER=$BUILD/tools/torture/sqlock_torture_worker
 CHECK=$BUILD/tools/torture/sqlock_torture_check
 MIGRATOR=$BUILD/tools/torture/sqlock_torture_migrate
@@ -140,8 +163,10 @@ cleanup() {
   for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill -KILL "$p" 2>/dev/null || true; done
   ((${MIGRATE_PID:-0})) && kill -KILL "$MIGRATE_PID" 2>/dev/null || true
   stop_reapers
+  stop_relays
   remove_rules
   if ((DB_STARTED)); then "$TESTDB" stop "$DB" >/dev/null 2>&1 || true; fi
+  stop_members
   if ((CLUSTER_STARTED)); then "$REPLICA" stop "$CLUSTER" >/dev/null 2>&1 || true; fi
   if ((KEEP)); then echo "torture: kept $WORK" >&2; else rm -rf "$WORK"; fi
 }
@@ -167,8 +192,109 @@ ensure_servers() {
   source "$DB/env.sh"
 }
 
+# --backend members: three separate servers, one per directory $WORK/mK (tools/testdb.sh with
+# TESTDB_ONLY), each with a wall-clock offset file of its own ($WORK/mK/faketime.*: the
+# member-clock nemesis steps one member alone). Started once, for every run of this process.
+MEMBERS_STARTED=0
+declare -a MEMBER_DIR=() MEMBER_KIND=() MEMBER_URL=() MEMBER_PORT=() MEMBER_OFFSET=()
+member_server() { [[ ${MEMBER_KIND[$1]} == postgresql ]] && echo postgres || echo mariadb; }
+# testdb.sh for member M: that server alone, with its own clock file.
+member_testdb() {  # member_testdb M COMMAND [ARG...]
+  local m=$1 cmd=$2; shift 2
+  TESTDB_ONLY=$(member_server "$m") TESTDB_FAKETIME_FILE=${MEMBER_DIR[m]}/faketime \
+    "$TESTDB" "$cmd" "${MEMBER_DIR[m]}" "$@"
+}
+ensure_members() {
+  ((MEMBERS_STARTED)) && return 0
+  local m kinds
+  IFS=, read -ra kinds <<<"$MEMBER_KINDS"
+  for m in 0 1 2; do
+    MEMBER_KIND[m]=${kinds[m]} MEMBER_DIR[m]=$WORK/m$m MEMBER_OFFSET[m]=0
+    mkdir -p "${MEMBER_DIR[m]}" && chmod 755 "${MEMBER_DIR[m]}"
+    MEMBERS_STARTED=1   # from here on, cleanup stops what was started
+    member_testdb "$m" start >/dev/null
+    MEMBER_URL[m]=$(
+      # shellcheck disable=SC1091
+      source "${MEMBER_DIR[m]}/env.sh"
+      [[ ${MEMBER_KIND[m]} == postgresql ]] && echo "$SQLOCK_TEST_POSTGRES_URL" || echo "$SQLOCK_TEST_MYSQL_URL"
+    )
+    MEMBER_PORT[m]=${MEMBER_URL[m]##*:} MEMBER_PORT[m]=${MEMBER_PORT[m]%%/*}
+  done
+  # Each member migrated once, by the CLI (the workers open them by URL and migrate nothing).
+  "$CLI" migrate --url "${MEMBER_URL[0]}" --url "${MEMBER_URL[1]}" --url "${MEMBER_URL[2]}" >/dev/null
+}
+stop_members() {
+  local m
+  ((MEMBERS_STARTED)) || return 0
+  for m in "${!MEMBER_DIR[@]}"; do member_testdb "$m" stop >/dev/null 2>&1 || true; done
+  MEMBERS_STARTED=0
+}
+# Member M's server processes as they are now (PostgreSQL: postmaster and its children).
+member_pids() {
+  local pid dir=${MEMBER_DIR[$1]}
+  if [[ ${MEMBER_KIND[$1]} == postgresql ]]; then
+    pid=$(head -n1 "$dir/pg/postmaster.pid")
+    # shellcheck disable=SC2046  # a list of pids
+    echo "$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null || true)
+  else
+    cat "$dir/mariadb/mysqld.pid"
+  fi
+}
+# Member M's offset file(s): testdb.sh reads .postgres for PostgreSQL, .mariadb for MariaDB.
+set_member_clock() {  # set_member_clock M OFFSET
+  local f
+  f=${MEMBER_DIR[$1]}/faketime.$(member_server "$1")
+  printf '%+d\n' "$2" >"$f.new" && chmod 644 "$f.new" && mv -f "$f.new" "$f"
+  MEMBER_OFFSET[$1]=$2
+}
+
+# Relays: client slot K reaches member M through a relay of its own (worker "relay"), so that
+# one client can be cut off from one member (freeze it) while the rest goes on; without
+# iptables, without root. Started per run for its slots, stopped at its end.
+declare -A RELAY_PID=() RELAY_PORT=()
+start_relays() {  # start_relays N
+  local k m f give_up
+  for ((k = 0; k < $1; k++)); do
+    for m in 0 1 2; do
+      f=$RUN/relay-$k-$m.port
+      "$WORKER" relay --to "${MEMBER_PORT[m]}" --port-file "$f" 2>>"$RUN/relay.err" &
+      RELAY_PID[$k,$m]=$!
+    done
+  done
+  give_up=$(($(now_ms) + 10000))
+  for ((k = 0; k < $1; k++)); do
+    for m in 0 1 2; do
+      f=$RUN/relay-$k-$m.port
+      until [[ -s $f ]]; do
+        (($(now_ms) < give_up)) && [[ -n $(proc_state "${RELAY_PID[$k,$m]}") ]] ||
+          die "relay $k-$m did not start (see $RUN/relay.err)"
+        sleep 0.01
+      done
+      RELAY_PORT[$k,$m]=$(<"$f")
+    done
+  done
+}
+stop_relays() {
+  local key
+  for key in "${!RELAY_PID[@]}"; do
+    kill -KILL "${RELAY_PID[$key]}" 2>/dev/null || true
+    wait "${RELAY_PID[$key]}" 2>/dev/null || true
+  done
+  RELAY_PID=() RELAY_PORT=()
+}
+# Slot K's member URLs, through its relays, comma separated.
+slot_members() {
+  local m url list=
+  for m in 0 1 2; do
+    url=${MEMBER_URL[m]}
+    list+=,${url%@*}@127.0.0.1:${RELAY_PORT[$1,$m]}/${url##*/}
+  done
+  echo "${list#,}"
+}
+
 url_for() {
   case $1 in
+    members) echo "${MEMBER_URL[0]}" ;;  # only for labels: the workers get --members
     sqlite) echo "sqlite://$RUN/locks.db" ;;
     # A cluster: both hosts, sqlock follows the one that accepts writes.
     postgresql) if [[ -n $CLUSTER ]]; then echo "$SQLOCK_CLUSTER_PG_MULTI_URL"
@@ -191,6 +317,7 @@ spawn() {  # spawn SLOT
   [[ $CONTROL == ignore-tokens ]] && extra+=(--self-stop-once "$RUN/selfstop.claim")
   # Partition runs: each slot has its own uid, so its traffic can be told apart (setpriv execs).
   ((PART_UIDS)) && as=(setpriv --reuid="$(slot_user "$slot")" --regid="$PART_GID" --clear-groups --)
+  [[ $BACKEND == members ]] && extra+=(--members "$(slot_members "$slot")")
   "${as[@]}" "$WORKER" run --url "$URL" --name "$NAME" --strategy "$STRATEGY" --ttl-ms "$TTL" \
     --dir "$RUN" --slot "$slot" --hold-min-pct "$HOLD_MIN" --hold-max-pct "$HOLD_MAX" \
     --renew "$RENEW_NOW" --seed $((SEED + slot * 7919 + SPAWNS[slot] * 104729)) \
@@ -301,15 +428,18 @@ stop_reapers() {
 applicable() {  # applicable KIND: is it meaningful for this backend?
   case $1 in
     kill|stop) return 0 ;;
-    crash) [[ -z $CLUSTER ]] ;;
+    # Separate member servers (--backend members) get the member kinds instead of the
+    # one-server kinds.
+    crash|migrate) [[ -z $CLUSTER && $BACKEND != members ]] ;;
     # SQLite has no server: its clock is each worker's own, and there is no network.
-    session-kill|pause|clock|partition) [[ $BACKEND != sqlite && -z $CLUSTER ]] ;;
+    session-kill|pause|clock|partition) [[ $BACKEND != sqlite && $BACKEND != members && -z $CLUSTER ]] ;;
     failover) [[ -n $CLUSTER ]] ;;
-    migrate) [[ -z $CLUSTER ]] ;;
+    member-kill|member-stop|member-clock|member-partition) [[ $BACKEND == members ]] ;;
     *) die "unknown nemesis $1" ;;
   esac
 }
-ALL_KINDS=(kill stop session-kill crash pause clock partition migrate)
+ALL_KINDS=(kill stop session-kill crash pause clock partition migrate
+  member-kill member-stop member-clock member-partition)
 
 # migrate: one migration at a time, in the background (it may wait for select_for_update
 # holders, one second at a time); noted ended when the migrator exits.
@@ -347,7 +477,10 @@ nemesis_kill() {
 
 nemesis_stop() {
   local pid; pid=$(victim)
-  [[ -n ${STOP_SEEN[$pid]:-} ]] && return 0
+  # Stopped already, or asked to stop itself and not there yet: a second "fault stop" of the
+  # same process would get no fault_end (one stop, one continue), and a fault left open
+  # hides every later liveness window from the checker.
+  [[ -n ${STOP_SEEN[$pid]:-} || -n ${STOP_NOTED[$pid]:-} ]] && return 0
   note fault stop "$pid"; STOP_NOTED[$pid]=1
   # Half the time the worker stops itself inside its next write window (the worst moment).
   if ((RANDOM % 2)); then kill -USR1 "$pid" 2>/dev/null || true
@@ -548,6 +681,82 @@ end_partition() {
   PART_UNTIL=0
 }
 
+# ------------------------------------------------------------------------ member nemeses
+# --backend members: each fault hits ONE member (a random one) or one client's way to one
+# member. At most one member fault with a duration (member-stop, member-partition) is open at
+# a time, and no member fault is drawn meanwhile, so a majority of members always answers
+# (the target: any one of three members down or paused); client faults go on beside them.
+MEMBER_UNTIL=0 MEMBER_FAULT='' MEMBER_TARGET='' MEMBER_PAUSED=''
+member_busy() { ((MEMBER_UNTIL)); }
+
+# member-kill: kill -9 (MariaDB) / pg_ctl stop -m immediate (PostgreSQL) of one member's
+# server, restarted at once on the same data directory and port (and clock file); the fault
+# ends when it answers again.
+nemesis_member_kill() {
+  local m=$((RANDOM % 3))
+  note fault member-kill "m$m"
+  member_testdb "$m" crash >>"$RUN/harness.err" 2>&1
+  member_testdb "$m" restart >>"$RUN/harness.err" 2>&1
+  note fault_end member-kill "m$m"
+}
+
+# member-stop: SIGSTOP of one member's server (PostgreSQL: postmaster and every backend) for
+# 1.5 x TTL, then SIGCONT: its clients' requests go unanswered, connections stay open.
+nemesis_member_stop() {
+  local m=$((RANDOM % 3))
+  MEMBER_PAUSED=$(member_pids "$m")
+  note fault member-stop "m$m"
+  # shellcheck disable=SC2086  # a list of pids
+  kill -STOP $MEMBER_PAUSED 2>/dev/null || true
+  MEMBER_FAULT=member-stop MEMBER_TARGET=m$m MEMBER_UNTIL=$(($(now_ms) + TTL * 3 / 2))
+}
+
+# member-clock: steps one member's wall clock (its offset file, re-read on every clock call):
+# a member at offset 0 goes to +S or -S (the signs alternate), one that is off goes back to 0.
+# A quorum decides nothing on a member's clock (takeover needs a row seen unchanged for a TTL
+# of the waiter's steady clock; expires_at is for operators), so the fault ends at once, also
+# for a backward step: unlike the one-server clock nemesis, the liveness window that follows
+# is checked.
+MEMBER_CLOCK_SIGN=1
+nemesis_member_clock() {
+  local m=$((RANDOM % 3)) to=0 step
+  if ((MEMBER_OFFSET[m] == 0)); then
+    to=$((MEMBER_CLOCK_SIGN * CLOCK_STEP)); MEMBER_CLOCK_SIGN=$((-MEMBER_CLOCK_SIGN))
+  fi
+  step=$(printf '%+d' $((to - MEMBER_OFFSET[m])))
+  note fault member-clock "m$m" "$step"
+  set_member_clock "$m" "$to"
+  note fault_end member-clock "m$m" "$step"
+}
+
+# member-partition: one client (the holder if any) cut off from one member for PARTITION_MS:
+# its relay to that member is frozen (nothing passes either way, nothing is closed), then
+# thawed.
+MEMBER_CUT=''
+nemesis_member_partition() {
+  local pid slot m=$((RANDOM % 3))
+  pid=$(victim); slot=$(slot_of_pid "$pid")
+  [[ -n $slot ]] || return 0
+  MEMBER_CUT=${RELAY_PID[$slot,$m]}
+  note fault member-partition "$slot-m$m"
+  kill -USR1 "$MEMBER_CUT" 2>/dev/null || true
+  MEMBER_FAULT=member-partition MEMBER_TARGET=$slot-m$m
+  MEMBER_UNTIL=$(($(now_ms) + ${PARTITION_MS:-$((TTL * 2))}))
+}
+
+end_member_fault() {  # end_member_fault [force]
+  ((MEMBER_UNTIL)) || return 0
+  [[ ${1:-} == force ]] || (($(now_ms) >= MEMBER_UNTIL)) || return 0
+  if [[ $MEMBER_FAULT == member-stop ]]; then
+    # shellcheck disable=SC2086  # a list of pids
+    kill -CONT $MEMBER_PAUSED 2>/dev/null || true
+  else
+    kill -USR2 "$MEMBER_CUT" 2>/dev/null || true
+  fi
+  note fault_end "$MEMBER_FAULT" "$MEMBER_TARGET"
+  MEMBER_UNTIL=0
+}
+
 # ------------------------------------------------------------------------ one run
 teardown() {
   local max_hold=$1
@@ -573,19 +782,22 @@ mode_label() {
     leader) echo ' mode=leader' ;;
     semaphore) echo " mode=semaphore permits=$PERMITS" ;;
     rw) echo " mode=rw max_readers=$PERMITS writer_share=$WRITER_SHARE" ;;
-    quorum) echo ' mode=quorum members=3' ;;
+    quorum) if [[ $BACKEND == members ]]; then echo " mode=quorum members=${MEMBER_KINDS//,/+}"
+            else echo ' mode=quorum members=3'; fi ;;
   esac
 }
 # run_one BACKEND STRATEGY NEMESES DURATION PROCESSES -> prints the summary line; 0 pass, 1 fail
 run_one() {
   BACKEND=$1 STRATEGY=$2
   local nemeses=$3 duration=$4 procs=$5 kinds=() kind n item start end t next max_hold
+  local eligible=()
   local has_stop=0
   local -A cap=() used=()
   RUN_NO=$((RUN_NO + 1))
   RUN=$WORK/r$RUN_NO-$BACKEND-$STRATEGY
   mkdir -p "$RUN"
-  [[ $BACKEND == sqlite || -n $CLUSTER ]] || ensure_servers
+  if [[ $BACKEND == members ]]; then ensure_members
+  elif [[ $BACKEND != sqlite && -z $CLUSTER ]]; then ensure_servers; fi
   URL=$(url_for "$BACKEND")
   NAME="torture-$RUN_NO-$SEED"
   HOLD_MIN=${HOLD%-*} HOLD_MAX=${HOLD#*-}
@@ -597,7 +809,9 @@ run_one() {
   SERVER_PORT=${URL##*:}; SERVER_PORT=${SERVER_PORT%%/*}
   [[ $BACKEND == sqlite ]] && SERVER_PORT=0
   CLOCK_UNTIL=0 CLOCK_NEXT_SIGN=1 PART_UNTIL=0 PART_UIDS=0 MIGRATE_PID=0 MIGRATE_FAILED=0
-  [[ $BACKEND != sqlite && -n ${TESTDB_FAKETIME_FILE:-} ]] && set_clock 0
+  MEMBER_UNTIL=0
+  [[ $BACKEND != sqlite && $BACKEND != members && -n ${TESTDB_FAKETIME_FILE:-} ]] && set_clock 0
+  if [[ $BACKEND == members ]]; then for n in 0 1 2; do set_member_clock "$n" 0; done; fi
 
   IFS=, read -ra items <<<"$nemeses"
   for item in "${items[@]}"; do
@@ -634,7 +848,8 @@ run_one() {
     die "clock: the servers were started without a shifted clock (TESTDB_FAKETIME_FILE)"
   fi
   [[ " ${kinds[*]} " == *" stop "* ]] && has_stop=1
-  "$CLI" migrate --url "$URL" >/dev/null
+  [[ $BACKEND == members ]] || "$CLI" migrate --url "$URL" >/dev/null
+  [[ $BACKEND == members ]] && start_relays "$procs"
   note run_start
   for ((n = 0; n < procs; n++)); do spawn "$n"; done
   start_reapers
@@ -643,18 +858,22 @@ run_one() {
   next=$((start + INTERVAL / 2 + RANDOM % INTERVAL))
   while t=$(now_ms); ((t < end)); do
     monitor 2>>"$RUN/harness.err"
-    end_pause; end_clock; end_partition; end_migrate
+    end_pause; end_clock; end_partition; end_migrate; end_member_fault
     if ((migrate_at && t >= migrate_at)); then
       used[migrate]=1; migrate_at=0
       nemesis_migrate 2>>"$RUN/harness.err"
     fi
-    if ((${#kinds[@]} && t >= next && !PAUSE_UNTIL)); then
-      draw_kind "${kinds[@]}"; n=$DRAWN kind=${kinds[DRAWN]}
+    # While a member fault is open, only the other kinds are drawn (one member at a time).
+    eligible=()
+    for k in "${kinds[@]}"; do [[ $k == member-* ]] && member_busy || eligible+=("$k"); done
+    if ((${#eligible[@]} && t >= next && !PAUSE_UNTIL)); then
+      draw_kind "${eligible[@]}"; kind=${eligible[DRAWN]}
       used[$kind]=$((${used[$kind]:-0} + 1))
       "nemesis_${kind//-/_}" 2>>"$RUN/harness.err"
       # A kind that reached its cap is not drawn again.
       if [[ -n ${cap[$kind]:-} ]] && ((used[$kind] >= cap[$kind])); then
-        unset "kinds[n]"; kinds=("${kinds[@]}")
+        for n in "${!kinds[@]}"; do [[ ${kinds[n]} == "$kind" ]] && unset "kinds[n]"; done
+        kinds=("${kinds[@]}")
       fi
       next=$(($(now_ms) + INTERVAL / 2 + RANDOM % INTERVAL))
     fi
@@ -679,12 +898,13 @@ run_one() {
   close_pending_stops
   # Faults with a duration (pause, partition, a backward clock step) end first, so the tail's
   # liveness window is whole.
-  while ((PAUSE_UNTIL || CLOCK_UNTIL || PART_UNTIL || MIGRATE_PID)); do
-    monitor 2>>"$RUN/harness.err"; end_pause; end_clock; end_partition; end_migrate; sleep 0.05
+  while ((PAUSE_UNTIL || CLOCK_UNTIL || PART_UNTIL || MIGRATE_PID || MEMBER_UNTIL)); do
+    monitor 2>>"$RUN/harness.err"; end_pause; end_clock; end_partition; end_migrate
+    end_member_fault; sleep 0.05
   done
   local quiet_end=$(($(now_ms) + tail_ms))
-  while (($(now_ms) < quiet_end)); do monitor; end_pause; end_clock; end_partition; sleep 0.05; done
-  end_pause force; end_clock force; end_partition force
+  while (($(now_ms) < quiet_end)); do monitor; end_pause; end_clock; end_partition; end_member_fault; sleep 0.05; done
+  end_pause force; end_clock force; end_partition force; end_member_fault force
   note run_end
   stop_reapers
   : >"$RUN/stop"
@@ -693,7 +913,11 @@ run_one() {
   # (stderr: bash reports every killed job.)
   teardown "$max_hold" 2>>"$RUN/harness.err"
   ((PART_UIDS)) && remove_rules
-  [[ $BACKEND != sqlite && -n ${TESTDB_FAKETIME_FILE:-} ]] && set_clock 0
+  [[ $BACKEND != sqlite && $BACKEND != members && -n ${TESTDB_FAKETIME_FILE:-} ]] && set_clock 0
+  if [[ $BACKEND == members ]]; then
+    for n in 0 1 2; do set_member_clock "$n" 0; done
+    stop_relays
+  fi
 
   local mode=fault fields rc=0 verdict secs check_opts=()
   ((had_faults)) || [[ $CONTROL == ignore-tokens ]] || mode=none
@@ -729,6 +953,7 @@ run_one() {
   if [[ $CONTROL != none ]]; then
     # A control must be caught by the rule it exercises.
     local want='(overlap|counter)'; [[ $CONTROL == ignore-tokens ]] && want='fence'
+    [[ $CONTROL == quorum-minority ]] && want='(overlap|counter|token-dup|token-order)'
     if ((rc)) && [[ $fields =~ violations=[0-9]+\([^\)]*$want ]]; then verdict=CAUGHT; rc=0
     else verdict=MISSED; rc=1; fi
   else
@@ -771,19 +996,35 @@ run_matrix() {
   IFS=, read -ra bs <<<"$BACKENDS"
   IFS=, read -ra ss <<<"$STRATEGIES"
   for b in "${bs[@]}"; do for s in "${ss[@]}"; do
+    # Separate member servers are quorum mode's (--smoke and --long run them on their own).
+    [[ $b == members && ($WORKER_MODE != quorum || $MODE =~ ^(smoke|long)$) ]] && continue
     run_one "$b" "$s" "$1" "$2" "$3" || status=1
   done; done
   return "$status"
 }
 
-run_controls() {
-  local status=0 saved_hold=$HOLD saved_ttl=$TTL
+run_controls() {  # run_controls [BACKEND]: the quorum control also on BACKEND (members)
+  local status=0 saved_hold=$HOLD saved_ttl=$TTL saved_mode=$WORKER_MODE
   TTL=1000
   CONTROL=skip-lock HOLD=5-50; run_one sqlite unique_key none 6 3 || status=1
   CONTROL=ignore-tokens HOLD=1-10; run_one sqlite unique_key none 8 3 || status=1
-  CONTROL=none HOLD=$saved_hold TTL=$saved_ttl
+  # A grant on one member of three, with that member's token: must be caught.
+  WORKER_MODE=quorum CONTROL=quorum-minority HOLD=5-50
+  run_one "${1:-sqlite}" unique_key none 6 3 || status=1
+  CONTROL=none HOLD=$saved_hold TTL=$saved_ttl WORKER_MODE=$saved_mode
   return "$status"
 }
+
+# The quorum over three separate member servers (--backend members), every member nemesis and
+# the client ones (stop pauses the holder). run_members_quorum NEMESES DURATION PROCESSES
+run_members_quorum() {
+  local saved_mode=$WORKER_MODE status=0
+  WORKER_MODE=quorum
+  run_one members unique_key "$@" || status=1
+  WORKER_MODE=$saved_mode
+  return "$status"
+}
+MEMBER_NEMESES=kill,stop,member-kill,member-stop,member-clock,member-partition
 
 field() { [[ " $2 " =~ \ $1=([^ ]*)\  ]] && echo "${BASH_REMATCH[1]}"; return 0; }
 # The summary lines of this process's runs as a markdown table (for the README).
@@ -822,9 +1063,9 @@ case $MODE in
     # the smoke runs of session 13; and every requested fault kind injected) keep a run from
     # passing on less than it must show; the controls run with SQLite.
     t0=$SECONDS
-    ((BACKENDS_SET)) || BACKENDS=sqlite,postgresql,mysql
+    ((BACKENDS_SET)) || BACKENDS=sqlite,postgresql,mysql,members
     STRATEGIES=unique_key,select_for_update,optimistic_version
-    saved_ttl=$TTL saved_hold=$HOLD
+    saved_ttl=$TTL saved_hold=$HOLD saved_interval=$INTERVAL
     TTL=1000 HOLD=1-50
     # A compatible migration applied mid-run, while workers hold and wait (issue 34).
     MIN_GRANTS=20; run_matrix kill,crash:1,migrate:1 8 4 || status=1
@@ -844,6 +1085,15 @@ case $MODE in
     MIN_GRANTS=10; run_matrix none 14 6 || status=1
     MIN_GRANTS=0 TTL=$saved_ttl HOLD=$saved_hold
     if [[ ,$BACKENDS, == *,sqlite,* ]]; then run_controls || status=1; fi
+    if [[ ,$BACKENDS, == *,members,* ]]; then
+      # quorum_mutex over three separate servers: every member nemesis once and the client
+      # ones (each kind at least once: the floors), then its control on those servers.
+      TTL=1000 HOLD=1-50 INTERVAL=1000
+      MIN_GRANTS=15; run_members_quorum "$MEMBER_NEMESES" 12 4 || status=1
+      MIN_GRANTS=0 TTL=1000 WORKER_MODE=quorum CONTROL=quorum-minority HOLD=5-50
+      run_one members unique_key none 6 3 || status=1
+      CONTROL=none WORKER_MODE=lock TTL=$saved_ttl HOLD=$saved_hold INTERVAL=$saved_interval
+    fi
     echo "torture smoke ($BACKENDS): $((SECONDS - t0)) s, status $status" ;;
   failover)
     # Each run: a fresh primary + sync standby; per strategy one torture run with one failover,
@@ -898,11 +1148,18 @@ case $MODE in
     # One backend at a time with --backend; several run.sh --long processes may run in
     # parallel (each has its own servers, ports, run directories and iptables rules).
     t0=$SECONDS
-    ((BACKENDS_SET)) || BACKENDS=sqlite,postgresql,mysql
+    ((BACKENDS_SET)) || BACKENDS=sqlite,postgresql,mysql,members
     ((STRATEGIES_SET)) || STRATEGIES=unique_key,select_for_update,optimistic_version
     ((DURATION_SET)) || DURATION=600
     run_matrix mix "$DURATION" "${PROCESSES:-5}" || status=1
-    run_controls || status=1
+    # The quorum over three separate servers: client kills and stops, and every member
+    # nemesis (one member at a time), for the whole duration; its control on those servers.
+    members=
+    if [[ ,$BACKENDS, == *,members,* ]]; then
+      run_members_quorum mix "$DURATION" "${PROCESSES:-5}" || status=1
+      members=members
+    fi
+    run_controls $members || status=1
     markdown_table
     echo "torture long: $((SECONDS - t0)) s, status $status" ;;
 esac

@@ -3,9 +3,12 @@
 //   sqlock_torture_worker run --url URL --name NAME --strategy S --ttl-ms T --dir DIR --slot K
 //       [--hold-min-pct 1] [--hold-max-pct 80] [--renew on|off|mix] [--seed N] [--poll-ms 5]
 //       [--wait-factor 10] [--control none|skip-lock|ignore-tokens] [--self-stop-prob P]
-//       [--self-stop-once FILE] [--mode lock|leader|semaphore|rw] [--permits N]
-//       [--writer-share PCT]
+//       [--self-stop-once FILE] [--mode lock|leader|semaphore|rw|quorum] [--permits N]
+//       [--writer-share PCT] [--members URL,URL,URL]
 //   sqlock_torture_worker note FILE KIND [ARG...]     append a harness note (PID 0, TOKEN 0)
+//   sqlock_torture_worker relay --to PORT --port-file FILE
+//       a TCP relay on 127.0.0.1 to 127.0.0.1:PORT; writes its own port to FILE; SIGUSR1
+//       freezes it (a partition), SIGUSR2 thaws it
 //
 // "run" loops until DIR/stop exists: acquire, hold (observing owns_lock()), fenced write,
 // counter write, release, recording each step in DIR/h-K.log. While it holds the lock,
@@ -28,9 +31,15 @@
 //
 // --mode quorum: a sqlock::quorum_mutex over three members, lock tables of their own on --url's
 // server (prefixes tq0_, tq1_, tq2_; migrated by each worker, which is idempotent), with the
-// same loop, fenced write and counter write as lock mode.
+// same loop, fenced write and counter write as lock mode. With --members URL,URL,URL the members
+// are those databases (separate servers, migrated by the harness), opened by URL so that a
+// member that is down when the worker starts only counts as not answering.
+// --control quorum-minority (negative control, quorum mode): the worker locks ONE member alone
+// (member slot % 3, a plain unique_key mutex), i.e. a grant on a minority whose token is that
+// member's own; the checker must catch the overlaps and token disorder that follow.
 #include "history.hpp"
 
+#include <arpa/inet.h>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -40,12 +49,17 @@
 #include <fcntl.h>
 #include <iostream>
 #include <map>
+#include <netinet/in.h>
+#include <poll.h>
 #include <random>
 #include <sqlock/sqlock.hpp>
 #include <string>
 #include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -65,7 +79,8 @@ struct options {
     int slot = 0;
     unsigned seed = 0;
     double self_stop_prob = 0;
-    std::string self_stop_once; ///< stop in the write window if this file can be created
+    std::string self_stop_once;       ///< stop in the write window if this file can be created
+    std::vector<std::string> members; ///< quorum mode: the member URLs (empty: tables on --url)
 };
 
 /// A file descriptor closed on scope exit.
@@ -239,6 +254,9 @@ public:
     quorum_contender(std::vector<sqlock::database> members, const std::string& name,
                      sqlock::quorum_options qo)
         : q(std::move(members), name, std::move(qo)) {}
+    quorum_contender(const std::vector<std::string>& member_urls, const std::string& name,
+                     sqlock::quorum_options qo)
+        : q(member_urls, name, std::move(qo)) {}
     bool try_lock_for(std::chrono::milliseconds wait, bool) override {
         return q.try_lock_for(wait);
     }
@@ -266,6 +284,31 @@ std::vector<sqlock::database> quorum_members(const std::string& url) {
     return members;
 }
 
+/// The quorum-minority control's one member: member slot % 3 (a database of --members, or
+/// the slot's member table on --url's server).
+sqlock::database minority_member(const options& o) {
+    const std::size_t m = static_cast<std::size_t>(o.slot) % 3;
+    if (!o.members.empty())
+        return sqlock::connect(o.members.at(m));
+    sqlock::connect_options co;
+    co.table_prefix = "tq" + std::to_string(m) + "_";
+    auto db = sqlock::connect(o.url, co);
+    db.migrate();
+    return db;
+}
+
+std::vector<std::string> split_commas(const std::string& list) {
+    std::vector<std::string> out;
+    std::size_t from = 0;
+    for (;;) {
+        const auto comma = list.find(',', from);
+        out.push_back(list.substr(from, comma - from));
+        if (comma == std::string::npos)
+            return out;
+        from = comma + 1;
+    }
+}
+
 bool stop_file_exists(const options& o) {
     return ::access((o.dir + "/stop").c_str(), F_OK) == 0;
 }
@@ -287,15 +330,22 @@ int run(const options& o) {
     };
     const bool skip_lock = o.control == "skip-lock";
     const bool ignore_tokens = o.control == "ignore-tokens";
+    const bool minority = o.control == "quorum-minority";
+    // Members given by URL: the quorum_mutex opens them itself (below), each on its own thread,
+    // so a member that is down now does not keep this worker from starting.
+    const bool member_urls = o.mode == "quorum" && !o.members.empty() && !minority;
 
     // Connect with retries: a respawned worker may start while the server restarts.
     std::optional<sqlock::database> db;
-    std::vector<sqlock::database> members; // quorum mode
-    while (!skip_lock && !db) {
+    std::vector<sqlock::database> members; // quorum mode, members on --url's server
+    while (!skip_lock && !member_urls && !db) {
         try {
-            if (o.mode == "quorum")
+            if (minority)
+                db = minority_member(o);
+            else if (o.mode == "quorum")
                 members = quorum_members(o.url);
-            db = sqlock::connect(o.url);
+            if (!db)
+                db = sqlock::connect(o.url);
         } catch (const sqlock::error& e) {
             rec(torture::kind::error, 0, {std::string("connect:") + e.what()});
             if (stop_file_exists(o))
@@ -317,12 +367,14 @@ int run(const options& o) {
                            e.token,
                            {std::string(sqlock::to_string(e.reason))}});
         };
-        if (o.mode == "quorum") {
+        if (o.mode == "quorum" && !minority) {
             sqlock::quorum_options qo;
             qo.ttl = mo.ttl;
             qo.renew = renew;
             qo.on_lost = mo.on_lost;
             qo.member_timeout = std::min(std::chrono::milliseconds(2000), mo.ttl / 4);
+            if (member_urls)
+                return std::make_unique<quorum_contender>(o.members, o.name, qo);
             return std::make_unique<quorum_contender>(members, o.name, qo);
         }
         if (o.mode == "semaphore")
@@ -484,6 +536,129 @@ int run(const options& o) {
     return 0;
 }
 
+// ---------------------------------------------------------------------------- relay
+// One client slot's way to one quorum member (run.sh --backend members): a partition of that
+// client from that member is this relay frozen. Frozen, it reads, relays and accepts nothing,
+// and closes nothing (no FIN, no RST): requests and replies wait in the kernel's buffers and
+// new connections get no answer, as behind a firewall that drops packets; thawed, what waited
+// goes through (TCP's retransmission after a partition heals). A member server that is down
+// makes the relay close the client's connection (as the server's own close would).
+
+std::atomic<bool> g_frozen{false};
+extern "C" void on_freeze(int) {
+    g_frozen.store(true);
+}
+extern "C" void on_thaw(int) {
+    g_frozen.store(false);
+}
+
+sockaddr_in loopback(int port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+/// Moves what `from` has to `to`. False when `from` is closed or failed, or `to` failed.
+bool pass_on(int from, int to) {
+    char buf[16384];
+    const auto n = ::read(from, buf, sizeof buf);
+    if (n <= 0)
+        return false;
+    for (ssize_t done = 0; done < n;) {
+        const auto w = ::write(to, buf + done, static_cast<std::size_t>(n - done));
+        if (w <= 0)
+            return false;
+        done += w;
+    }
+    return true;
+}
+
+int relay(int target_port, const std::string& port_file) {
+    // The harness may die without its cleanup (kill -9): the relay must not outlive it.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::signal(SIGPIPE, SIG_IGN); // a client gone mid-write is a closed pair, not our death
+    // SIGUSR1/SIGUSR2 are blocked except inside ppoll(), which they interrupt: a signal that
+    // comes between a look at g_frozen and the wait cannot be missed.
+    struct sigaction sa {};
+    sa.sa_handler = on_freeze;
+    ::sigaction(SIGUSR1, &sa, nullptr);
+    sa.sa_handler = on_thaw;
+    ::sigaction(SIGUSR2, &sa, nullptr);
+    sigset_t blocked, waiting;
+    sigemptyset(&blocked);
+    sigaddset(&blocked, SIGUSR1);
+    sigaddset(&blocked, SIGUSR2);
+    ::sigprocmask(SIG_BLOCK, &blocked, &waiting);
+    sigdelset(&waiting, SIGUSR1);
+    sigdelset(&waiting, SIGUSR2);
+
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    auto addr = loopback(0);
+    socklen_t len = sizeof addr;
+    if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listener, 64) != 0 ||
+        ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+        throw std::runtime_error(std::string("relay: ") + std::strerror(errno));
+    // Written whole, then renamed: the harness reads the port once the file exists.
+    append_line(port_file + ".tmp", std::to_string(ntohs(addr.sin_port)) + "\n");
+    if (::rename((port_file + ".tmp").c_str(), port_file.c_str()) != 0)
+        throw std::runtime_error("relay: rename " + port_file + ": " + std::strerror(errno));
+
+    struct pair {
+        int client;
+        int server;
+    };
+    std::vector<pair> pairs;
+    for (;;) {
+        // Frozen: nothing is polled, so nothing is read, relayed or accepted until a signal.
+        std::vector<pollfd> fds;
+        if (!g_frozen.load()) {
+            fds.push_back({listener, POLLIN, 0});
+            for (const auto& p : pairs) {
+                fds.push_back({p.client, POLLIN, 0});
+                fds.push_back({p.server, POLLIN, 0});
+            }
+        }
+        if (::ppoll(fds.data(), fds.size(), nullptr, &waiting) <= 0)
+            continue; // a signal: look at g_frozen again
+        const std::size_t polled = pairs.size();
+        std::vector<pair> kept;
+        if (fds[0].revents & POLLIN) {
+            const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+            const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            const auto target = loopback(target_port);
+            // A member that is down refuses the connection: so is the client's, closed.
+            if (client >= 0 && server >= 0 &&
+                ::connect(server, reinterpret_cast<const sockaddr*>(&target), sizeof target) == 0) {
+                kept.push_back({client, server});
+            } else {
+                if (client >= 0)
+                    ::close(client);
+                if (server >= 0)
+                    ::close(server);
+            }
+        }
+        for (std::size_t i = 0; i < polled; ++i) {
+            const auto& c = fds[1 + 2 * i];
+            const auto& sv = fds[2 + 2 * i];
+            bool open = true;
+            if (c.revents != 0)
+                open = pass_on(pairs[i].client, pairs[i].server);
+            if (open && sv.revents != 0)
+                open = pass_on(pairs[i].server, pairs[i].client);
+            if (open) {
+                kept.push_back(pairs[i]);
+            } else {
+                ::close(pairs[i].client);
+                ::close(pairs[i].server);
+            }
+        }
+        pairs = std::move(kept);
+    }
+}
+
 int note(int argc, char** argv) {
     const auto k = torture::parse_kind(argv[3]);
     if (!k) {
@@ -500,7 +675,8 @@ int note(int argc, char** argv) {
 int usage() {
     std::cerr << "usage: sqlock_torture_worker run --url URL --name NAME --strategy S "
                  "--ttl-ms T --dir DIR --slot K [options]\n"
-                 "       sqlock_torture_worker note FILE KIND [ARG...]\n";
+                 "       sqlock_torture_worker note FILE KIND [ARG...]\n"
+                 "       sqlock_torture_worker relay --to PORT --port-file FILE\n";
     return 2;
 }
 
@@ -509,6 +685,15 @@ int usage() {
 int main(int argc, char** argv) {
     if (argc >= 4 && std::string(argv[1]) == "note")
         return note(argc, argv);
+    if (argc == 6 && std::string(argv[1]) == "relay" && std::string(argv[2]) == "--to" &&
+        std::string(argv[4]) == "--port-file") {
+        try {
+            return relay(std::stoi(argv[3]), argv[5]);
+        } catch (const std::exception& e) {
+            std::cerr << "sqlock_torture_worker: " << e.what() << "\n";
+            return 1;
+        }
+    }
     if (argc < 2 || std::string(argv[1]) != "run" || argc % 2 != 0)
         return usage();
     options o;
@@ -547,6 +732,10 @@ int main(int argc, char** argv) {
         take("--mode", o.mode);
         take("--permits", o.permits);
         take("--writer-share", o.writer_share);
+        std::string members;
+        take("--members", members);
+        if (!members.empty())
+            o.members = split_commas(members);
         if (!kv.empty()) {
             std::cerr << "sqlock_torture_worker: unknown option " << kv.begin()->first << "\n";
             return 2;
@@ -558,7 +747,16 @@ int main(int argc, char** argv) {
                 << "sqlock_torture_worker: --mode must be lock, leader, semaphore, rw or quorum\n";
             return 2;
         }
-        if ((o.url.empty() && o.control != "skip-lock") || o.name.empty() || o.dir.empty())
+        if (!o.members.empty() && (o.mode != "quorum" || o.members.size() != 3)) {
+            std::cerr << "sqlock_torture_worker: --members wants three URLs, in quorum mode\n";
+            return 2;
+        }
+        if (o.control == "quorum-minority" && o.mode != "quorum") {
+            std::cerr << "sqlock_torture_worker: --control quorum-minority is quorum mode's\n";
+            return 2;
+        }
+        if ((o.url.empty() && o.members.empty() && o.control != "skip-lock") || o.name.empty() ||
+            o.dir.empty())
             return usage();
     } catch (const std::exception& e) {
         std::cerr << "sqlock_torture_worker: bad option: " << e.what() << "\n";
