@@ -107,6 +107,11 @@ TEST_SUITE("common") {
             },
             20s));
         CHECK(!who.empty());
+        // Reading the status in the holder's own process left the lock with it (on SQLite,
+        // select_for_update, it once dropped the process's file lock): still ours, and the
+        // waiter has not been in.
+        CHECK(sqlock_mutex_owns(holder.m) == 1);
+        CHECK(read_file(log).empty());
         REQUIRE(sqlock_mutex_unlock(holder.m, nullptr) == SQLOCK_OK);
         CHECK_MESSAGE(wait_exit(waiter) == 0, read_file(t.scratch + "/" + name + ".err"));
         std::int64_t next = 0;
