@@ -12,6 +12,8 @@
 #include "sqlock/error.hpp"
 #include "sqlock/leader.hpp"
 #include "sqlock/mutex.hpp"
+#include "sqlock/semaphore.hpp"
+#include "sqlock/shared_mutex.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_cancellation_slot.hpp>
@@ -67,12 +69,13 @@ class lease_watchdog;
 
 /// A bounded pool of threads that run the blocking parts of asynchronous lock operations:
 /// the statements of drivers without a non-blocking interface, and waits in SQLite's file
-/// locks. Each acquire occupies one of its `size()` threads from its start until it completes
-/// (granted, timed out, cancelled or failed); acquires beyond that wait for a free thread, in
-/// the order they were started. Cancelling one that waits completes it at once; a deadline
-/// that passes while it waits is seen when a thread takes it up (it then makes one attempt).
-/// Releases run on one more thread of their own, so that a release never waits behind
-/// acquires (which may be waiting for that very release).
+/// locks. Acquires with time to wait first queue in their process's line for the lock (no
+/// thread: see async_mutex); a line's head, and a try, occupies one of its `size()` threads
+/// until it completes (granted, timed out, cancelled or failed); heads beyond that wait for a
+/// free thread, in the order they came. Cancelling an acquire that waits (in the line or for a
+/// thread) completes it at once, and one timer thread ends it at its deadline (an empty guard).
+/// Releases run on threads of their own (up to `size()` more, started as releases come), so
+/// that a release never waits behind acquires (which may be waiting for that very release).
 ///
 /// A handle: copies share one pool, whose threads end when the last copy and the last
 /// operation or grant using it are gone. Thread safety: all members, from any thread.
@@ -82,7 +85,8 @@ public:
     /// asynchronous lock made without a pool of its own.
     async_workers();
     /// A pool of its own with `threads` threads for acquires (1 to 1024; else
-    /// errc::invalid_argument), plus one for releases. Threads start on first use.
+    /// errc::invalid_argument), as many for releases, and one timer thread. Threads start on
+    /// first use.
     explicit async_workers(std::size_t threads);
     /// The number of threads for acquires.
     std::size_t size() const noexcept;
@@ -127,7 +131,7 @@ struct async_calls {
     /// Cancels `op` from any thread: `done` runs at once with outcome::cancelled if it still
     /// waits for a worker, else soon (see async_mutex::async_lock()). Never throws.
     static void cancel(async_acquire& op) noexcept;
-    /// Gives `grant` back on its release thread, then calls `done` (when set) with how the
+    /// Gives `grant` back on a release thread, then calls `done` (when set) with how the
     /// grant ended, on that thread. Never throws.
     static void release(std::shared_ptr<async_grant> grant,
                         std::function<void(loss_reason)> done) noexcept;
@@ -184,9 +188,9 @@ auto async_acquire_until(const std::shared_ptr<async_lockable>& lockable, acquir
 ///
 /// Empty (operator bool false) when default-made, moved from, released, or returned by a
 /// timed try that timed out. Destroying or assigning over a guard that holds a grant gives
-/// the grant back in the background (on the lock's release thread, never blocking the caller),
-/// as outstanding work of the lock's executor until it is done (so its io_context::run() does
-/// not return before): a guard must not outlive that executor's execution context.
+/// the grant back in the background (on a release thread of the lock's pool, never blocking the
+/// caller), as outstanding work of the lock's executor until it is done (so its io_context::run()
+/// does not return before): a guard must not outlive that executor's execution context.
 /// async_unlock() does the same and tells when it is done.
 ///
 /// Re-entrancy: none. Each grant has an owner id of its own (one per guard), so asking the same
@@ -235,10 +239,10 @@ public:
     /// Gives the grant back, asynchronously. Completion signature `void(sqlock::loss_reason)`:
     /// loss_reason::none when it was released normally, lost / unknown when it had been lost
     /// (or the release found it gone: another owner may have held it meanwhile). Runs the
-    /// release on the lock's release thread; never fails (a release that cannot be confirmed
-    /// leaves the lease to expire at its TTL). The guard is empty as soon as this is called.
-    /// Not cancellable: a release, once asked for, runs to its end. An empty guard completes
-    /// at once with loss_reason::none.
+    /// release on a release thread of the lock's pool; never fails (a release that cannot be
+    /// confirmed leaves the lease to expire at its TTL). The guard is empty as soon as this is
+    /// called. Not cancellable: a release, once asked for, runs to its end. An empty guard
+    /// completes at once with loss_reason::none.
     template <class CompletionToken>
     auto async_unlock(CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(loss_reason)>(
@@ -285,9 +289,13 @@ private:
 /// the server or in SQLite's waiter queue, plus the statement in flight. A cancelled acquire
 /// never leaves the lock held: a grant that lands after the request is given back at once.
 ///
-/// Where the work runs (this release): on the threads of async_options::workers, for every
-/// backend: each acquire occupies one while it waits. PostgreSQL waits on libpq's non-blocking
-/// interface are planned; the API stays as it is.
+/// Where the waiting happens: acquires with time to wait of one process on one lock (same
+/// database, primitive and name, from any object) queue in a line of that process, an entry
+/// each, no thread: only its head asks the database, and only while this process's grants of
+/// the lock leave room (for a mutex: none held); the others wait for it, in order. A queued
+/// acquire completes at its deadline (empty guard) or at once when cancelled. Tries never
+/// queue. The head's work runs on the threads of async_options::workers, for every backend.
+/// PostgreSQL waits on libpq's non-blocking interface are planned; the API stays as it is.
 ///
 /// Thread safety: all members may be called from any thread. Acquires in flight when this
 /// object is destroyed are cancelled; guards outlive it.
@@ -410,6 +418,170 @@ public:
 private:
     executor_type m_executor;
     std::shared_ptr<detail::async_lockable> m_lockable;
+};
+
+/// A counting semaphore, as sqlock::semaphore (the same permits "NAME<0x1f>permit K", queue,
+/// strategies, fencing, renewal and lost signal: sync and async holders share its permits),
+/// acquired asynchronously. A guard holds one permit: guard.token() is that permit's fencing
+/// token (strictly greater than every earlier grant of the same permit; tokens of different
+/// permits are not ordered against each other).
+///
+/// Completions, cancellation (a permit granted after the request is given back before the
+/// cancel is reported), workers, lifetime of executors and thread safety as for async_mutex.
+/// Re-entrancy: none; each acquire is a holder of its own, so N guards of one object hold N
+/// permits, and one more acquire waits until a guard goes.
+class async_semaphore {
+public:
+    /// The executor completions run on when the handler has none of its own.
+    using executor_type = asio::any_io_executor;
+
+    /// Validates like sqlock::semaphore (errc::invalid_argument, errc::unsupported). Does not
+    /// contact the database.
+    async_semaphore(executor_type executor, database db, std::string name, std::int64_t permits,
+                    semaphore_options options = {}, async_options async = {});
+    /// Cancels the acquires still in flight (never blocks); guards stay valid.
+    ~async_semaphore();
+    async_semaphore(const async_semaphore&) = delete;
+    async_semaphore& operator=(const async_semaphore&) = delete;
+
+    /// The executor given to completions without an associated one.
+    executor_type get_executor() const noexcept { return m_executor; }
+    /// The semaphore's name.
+    const std::string& name() const noexcept;
+    /// The number of permits this object admits.
+    std::int64_t permits() const noexcept { return m_permits; }
+    /// Cancels every acquire of this object still in flight (operation_aborted). Never throws.
+    void cancel() noexcept;
+
+    /// Takes a permit, waiting in turn as long as it takes (as semaphore::acquire()).
+    /// Completes with a guard that holds it.
+    template <class CompletionToken>
+    auto async_acquire(CompletionToken&& token) {
+        return initiate(std::chrono::steady_clock::time_point::max(),
+                        std::forward<CompletionToken>(token));
+    }
+    /// One round over the permits, never queued (as semaphore::try_acquire()): an empty guard
+    /// when every permit is taken.
+    template <class CompletionToken>
+    auto async_try_acquire(CompletionToken&& token) {
+        return initiate(std::chrono::steady_clock::time_point::min(),
+                        std::forward<CompletionToken>(token));
+    }
+    /// Takes a permit, giving up after `rel` (steady clock, from this call): an empty guard
+    /// then.
+    template <class Rep, class Period, class CompletionToken>
+    auto async_try_acquire_for(const std::chrono::duration<Rep, Period>& rel,
+                               CompletionToken&& token) {
+        return initiate(detail::steady_deadline(rel), std::forward<CompletionToken>(token));
+    }
+    /// As async_try_acquire_for(), with an absolute deadline on any clock.
+    template <class Clock, class Duration, class CompletionToken>
+    auto async_try_acquire_until(const std::chrono::time_point<Clock, Duration>& abs,
+                                 CompletionToken&& token) {
+        return initiate(detail::steady_deadline(abs), std::forward<CompletionToken>(token));
+    }
+
+private:
+    template <class CompletionToken>
+    auto initiate(std::chrono::steady_clock::time_point deadline, CompletionToken&& token) {
+        return detail::async_acquire_until(m_lockable, detail::acquire_mode::exclusive, deadline,
+                                           m_executor, std::forward<CompletionToken>(token));
+    }
+
+    executor_type m_executor;
+    std::shared_ptr<detail::async_lockable> m_lockable;
+    std::int64_t m_permits;
+};
+
+/// A reader-writer lock, as sqlock::shared_mutex (the same writer gate and reader permits:
+/// sync and async holders exclude each other; writers are not starved), taken exclusively or
+/// shared, asynchronously.
+///
+/// An exclusive guard's token() is the largest token of its leases (greater than every earlier
+/// grant's in either mode); a shared guard's is its reader permit's. A guard's lease_end() is
+/// the earliest local lease end among its leases, and its stop_token() is requested when any
+/// of them is lost, so run_while_held() stops a writer's work before any of them can end.
+///
+/// Completions, cancellation, workers, lifetime of executors and thread safety as for
+/// async_mutex. Re-entrancy: none; each acquire is a holder of its own, in either mode (no
+/// upgrade or downgrade either: give the guard back, then ask in the other mode).
+class async_shared_mutex {
+public:
+    /// The executor completions run on when the handler has none of its own.
+    using executor_type = asio::any_io_executor;
+
+    /// Validates like sqlock::shared_mutex (errc::invalid_argument, errc::unsupported). Does
+    /// not contact the database.
+    async_shared_mutex(executor_type executor, database db, std::string name,
+                       mutex_options options = {}, std::int64_t max_readers = default_max_readers,
+                       async_options async = {});
+    /// Cancels the acquires still in flight (never blocks); guards stay valid.
+    ~async_shared_mutex();
+    async_shared_mutex(const async_shared_mutex&) = delete;
+    async_shared_mutex& operator=(const async_shared_mutex&) = delete;
+
+    /// The executor given to completions without an associated one.
+    executor_type get_executor() const noexcept { return m_executor; }
+    /// The name.
+    const std::string& name() const noexcept;
+    /// Readers admitted at once.
+    std::int64_t max_readers() const noexcept { return m_max_readers; }
+    /// Cancels every acquire of this object still in flight, in both modes. Never throws.
+    void cancel() noexcept;
+
+    /// Exclusive, waiting as long as it takes (as shared_mutex::lock()).
+    template <class CompletionToken>
+    auto async_lock(CompletionToken&& token) {
+        return initiate(detail::acquire_mode::exclusive,
+                        std::chrono::steady_clock::time_point::max(),
+                        std::forward<CompletionToken>(token));
+    }
+    /// Exclusive, one attempt (as shared_mutex::try_lock()): an empty guard when taken.
+    template <class CompletionToken>
+    auto async_try_lock(CompletionToken&& token) {
+        return initiate(detail::acquire_mode::exclusive,
+                        std::chrono::steady_clock::time_point::min(),
+                        std::forward<CompletionToken>(token));
+    }
+    /// Exclusive, giving up after `rel`: an empty guard then.
+    template <class Rep, class Period, class CompletionToken>
+    auto async_try_lock_for(const std::chrono::duration<Rep, Period>& rel,
+                            CompletionToken&& token) {
+        return initiate(detail::acquire_mode::exclusive, detail::steady_deadline(rel),
+                        std::forward<CompletionToken>(token));
+    }
+    /// Shared, waiting as long as it takes (after any writer that came first).
+    template <class CompletionToken>
+    auto async_lock_shared(CompletionToken&& token) {
+        return initiate(detail::acquire_mode::shared, std::chrono::steady_clock::time_point::max(),
+                        std::forward<CompletionToken>(token));
+    }
+    /// Shared, one round over the reader permits: an empty guard when a writer holds or waits,
+    /// or every permit is taken.
+    template <class CompletionToken>
+    auto async_try_lock_shared(CompletionToken&& token) {
+        return initiate(detail::acquire_mode::shared, std::chrono::steady_clock::time_point::min(),
+                        std::forward<CompletionToken>(token));
+    }
+    /// Shared, giving up after `rel`: an empty guard then.
+    template <class Rep, class Period, class CompletionToken>
+    auto async_try_lock_shared_for(const std::chrono::duration<Rep, Period>& rel,
+                                   CompletionToken&& token) {
+        return initiate(detail::acquire_mode::shared, detail::steady_deadline(rel),
+                        std::forward<CompletionToken>(token));
+    }
+
+private:
+    template <class CompletionToken>
+    auto initiate(detail::acquire_mode mode, std::chrono::steady_clock::time_point deadline,
+                  CompletionToken&& token) {
+        return detail::async_acquire_until(m_lockable, mode, deadline, m_executor,
+                                           std::forward<CompletionToken>(token));
+    }
+
+    executor_type m_executor;
+    std::shared_ptr<detail::async_lockable> m_lockable;
+    std::int64_t m_max_readers;
 };
 
 namespace detail {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -111,8 +112,10 @@ public:
     /// Why the current grant was lost (loss_reason::none while fine or not held).
     loss_reason lost_reason() const noexcept;
     /// How the most recent grant ended, also after unlock(): loss_reason::lost when it was lost
-    /// while held, or its lease's local end had passed when it was given back (a holder paused
-    /// past its lease); none when it was given back in time.
+    /// while held, its lease's local end had passed when it was given back (a holder paused
+    /// past its lease), or so many members said at the release that it was no longer ours that
+    /// no majority can have been (taken over, or force-released); none when it was given back
+    /// in time.
     loss_reason last_loss() const noexcept;
     /// Stop is requested when the current grant is lost (default token when not held).
     std::stop_token stop_token() const noexcept;
@@ -128,5 +131,110 @@ private:
     bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline);
     std::unique_ptr<detail::quorum_impl> m_impl;
 };
+
+/// One member's view of a quorum lock (quorum_status).
+struct quorum_member_view {
+    std::string url;       ///< the member (password hidden)
+    bool answered = false; ///< false: it could not be read, `error` says why
+    std::string error;     ///< why it did not answer ("" when it did)
+    bool known = false;    ///< it has a row for the name (it has granted it at least once)
+    /// The highest token this member accepted for the name (its high-water mark).
+    std::int64_t token = 0;
+    std::string owner;                ///< the holder here ("" when free)
+    std::string host;                 ///< the holder's host ("" when free)
+    std::int64_t pid = 0;             ///< the holder's process id (0 when free)
+    std::chrono::milliseconds ttl{0}; ///< the holder's TTL
+    std::string acquired_at;          ///< UTC, on the member's clock ("" when never granted)
+    /// How long the holder's lease has left on this member's clock (negative: it ended and was
+    /// not renewed); nullopt when free. For operators: no lock decision reads a member's clock.
+    std::optional<std::chrono::milliseconds> expires_in;
+    /// Held here by a lease that has not ended.
+    bool live() const noexcept { return !owner.empty() && expires_in && expires_in->count() > 0; }
+};
+
+/// What the members of a quorum say of one lock name, taken together.
+enum class quorum_verdict {
+    held,     ///< one owner's lease is live on a majority
+    free,     ///< a majority answered and none of them has a live lease on it
+    undecided ///< neither: too few members answered, or the answers are split
+};
+
+/// A quorum lock as its members see it (quorum_status).
+struct quorum_lock_view {
+    std::string name;                                   ///< the lock name
+    quorum_verdict verdict = quorum_verdict::undecided; ///< the members' answers taken together
+    std::string owner;    ///< with verdict held: the holder ("" otherwise)
+    std::string host;     ///< with verdict held: the holder's host
+    std::int64_t pid = 0; ///< with verdict held: the holder's process id
+    /// With verdict held: the members where the holder's lease is live.
+    std::size_t held_on = 0;
+    /// The highest token any answering member accepted: the holder's, if held; the next grant
+    /// gets a higher one.
+    std::int64_t token = 0;
+    std::vector<quorum_member_view> members; ///< in the order given
+};
+
+/// The quorum locks the members know (every name with a row on any answering member, by name;
+/// only `name` when it is not empty), each with every member's view. Members are read in
+/// parallel; one that does not answer within its connect and I/O timeouts is shown as such
+/// (quorum_member_view::answered). Throws errc::invalid_argument for fewer than 3 members or
+/// a bad name, errc::connection when no member answered.
+std::vector<quorum_lock_view> quorum_status(std::vector<database>& members,
+                                            std::string_view name = {});
+/// quorum_status() with the members by URL, each opened with `connect` on its own thread (a
+/// member that is down is shown as not answering). Throws errc::invalid_argument for a
+/// malformed URL too.
+std::vector<quorum_lock_view> quorum_status(const std::vector<std::string>& member_urls,
+                                            std::string_view name = {},
+                                            const connect_options& connect = {});
+
+/// What quorum_force_release did.
+struct quorum_force_release_result {
+    std::size_t members = 0;     ///< N
+    std::size_t answered = 0;    ///< members that answered
+    std::size_t released_on = 0; ///< members whose holder's row was freed
+    std::string previous_owner;  ///< whose rows were freed ("" when none)
+    /// The highest token among the freed rows. Tokens are not moved: a later grant's is higher
+    /// anyway, and a resource fencing by the highest token it has seen refuses the old
+    /// holder's writes once it has seen the later grant's.
+    std::int64_t previous_token = 0;
+    /// Freed on at least one member.
+    bool released() const noexcept { return released_on > 0; }
+};
+
+/// Break-glass release of quorum lock `name` (sqlock release --force --url A --url B ...):
+/// frees every answering member's row held by anyone, each recorded in that member's audit
+/// table with `actor`. Its holder learns of it at its next renewal (a majority no longer says
+/// it is theirs: on_lost), or at unlock() (last_loss()). Members that did not answer keep
+/// their rows: when fewer than a majority answered, the holder may keep the lock (the caller
+/// should say so). Throws errc::invalid_argument for fewer than 3 members or a bad name.
+quorum_force_release_result quorum_force_release(std::vector<database>& members,
+                                                 std::string_view name, std::string_view actor);
+/// quorum_force_release() with the members by URL, as quorum_status() takes them.
+quorum_force_release_result quorum_force_release(const std::vector<std::string>& member_urls,
+                                                 std::string_view name, std::string_view actor,
+                                                 const connect_options& connect = {});
+
+/// What quorum_reseed did.
+struct quorum_reseed_result {
+    std::size_t names = 0;    ///< quorum lock names the other members know
+    std::size_t raised = 0;   ///< names whose mark was raised on the restored member
+    std::size_t answered = 0; ///< other members that answered
+};
+
+/// Re-seeds member `restored` (an index into `members`) after its data went back in time
+/// (restored from a backup, or a server that lost commits): for every name any other member
+/// knows, its mark is raised to the highest token the others accepted (created where missing,
+/// never lowered) and its row freed, so that it may vote again without letting a token repeat
+/// (docs: guides/quorum.md, "A member restored from a backup"). Run it before the member
+/// rejoins: grants that reach it before it is re-seeded may repeat a token.
+/// At least N - majority + 1 of the other members must answer (so that any majority that ever
+/// granted is seen through one of them): errc::connection otherwise, with nothing changed on
+/// the restored member. Throws errc::invalid_argument for fewer than 3 members or an index out
+/// of range, and what the restored member's statements throw.
+quorum_reseed_result quorum_reseed(std::vector<database>& members, std::size_t restored);
+/// quorum_reseed() with the members by URL, as quorum_status() takes them.
+quorum_reseed_result quorum_reseed(const std::vector<std::string>& member_urls,
+                                   std::size_t restored, const connect_options& connect = {});
 
 } // namespace sqlock

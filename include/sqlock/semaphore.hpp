@@ -15,7 +15,8 @@ namespace sqlock {
 
 namespace detail {
 class semaphore_impl;
-}
+class handle_access;
+} // namespace detail
 
 /// Most permits a semaphore may have. A waiter at the head of the queue tries every permit
 /// once per round, so rounds cost up to this many statements.
@@ -143,6 +144,7 @@ private:
     // The core of lock(), try_lock() and the timed operations: waits until `deadline` on the
     // steady clock (time_point::max(): forever; time_point::min(): one round, no queue).
     bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline);
+    friend class detail::handle_access; // asynchronous locks (src/locks/handle_access.hpp)
 
     std::unique_ptr<detail::semaphore_impl> m_impl;
 };

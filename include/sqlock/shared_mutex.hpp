@@ -15,7 +15,8 @@ namespace sqlock {
 
 namespace detail {
 class shared_mutex_impl;
-}
+class handle_access;
+} // namespace detail
 
 /// Readers a shared_mutex admits at once unless told otherwise.
 inline constexpr std::int64_t default_max_readers = 16;
@@ -127,6 +128,13 @@ private:
     bool try_lock_until_steady(std::chrono::steady_clock::time_point deadline);
     // The same for the shared operations.
     bool try_lock_shared_until_steady(std::chrono::steady_clock::time_point deadline);
+    // The cores of both, giving up (false) soon after `stop` (when not null) is requested
+    // (asynchronous locks: detail::handle_access).
+    bool lock_exclusive(std::chrono::steady_clock::time_point deadline,
+                        const std::stop_token* stop);
+    bool lock_shared_until(std::chrono::steady_clock::time_point deadline,
+                           const std::stop_token* stop);
+    friend class detail::handle_access;
 
     std::unique_ptr<detail::shared_mutex_impl> m_impl;
 };

@@ -1,5 +1,6 @@
 -- quorum: renews our row on this member (owner and token checked); moves its version, which
--- tells waiters the holder is alive. Read back with q_read: still ours means renewed.
+-- tells waiters the holder is alive. No RETURNING here: one affected row means renewed (the
+-- version always moves).
 -- sqlock: read-back
 UPDATE {quorum}
 SET ttl_ms = $4, version = version + 1,

@@ -1,5 +1,7 @@
 #include "async/acquire.hpp"
 
+#include "async/local_line.hpp"
+
 #include <algorithm>
 
 namespace sqlock::detail {
@@ -7,7 +9,17 @@ namespace sqlock::detail {
 void async_acquire::start() {
     m_lockable->track(shared_from_this());
     try {
-        m_lockable->workers().run_acquire([self = shared_from_this()] { self->run(); });
+        auto& line = m_lockable->line();
+        if (m_deadline <= std::chrono::steady_clock::now()) {
+            m_lockable->workers().run_acquire([self = shared_from_this()] { self->run(); });
+            return;
+        }
+        if (m_deadline != std::chrono::steady_clock::time_point::max())
+            m_lockable->workers().run_at(m_deadline, [weak = weak_from_this()] {
+                if (auto self = weak.lock())
+                    self->expire();
+            });
+        line.join(shared_from_this(), m_lockable->units(m_mode));
     } catch (...) {
         auto expected = phase::queued;
         if (m_phase.compare_exchange_strong(expected, phase::finished))
@@ -15,11 +27,55 @@ void async_acquire::start() {
     }
 }
 
+bool async_acquire::claim() noexcept {
+    auto expected = phase::queued;
+    return m_phase.compare_exchange_strong(expected, phase::claimed);
+}
+
+void async_acquire::run_claimed() noexcept {
+    try {
+        m_lockable->workers().run_acquire([self = shared_from_this()] { self->run_head(); });
+    } catch (...) {
+        auto expected = phase::claimed;
+        if (!m_phase.compare_exchange_strong(expected, phase::finished))
+            return; // cancelled or timed out meanwhile: reported, and the line told
+        m_lockable->line().head_done();
+        report({acquire_result::outcome::failed, std::current_exception(), nullptr});
+    }
+}
+
+void async_acquire::run_head() noexcept {
+    auto expected = phase::claimed;
+    if (!m_phase.compare_exchange_strong(expected, phase::running))
+        return; // ended while it waited for this thread (end_waiting told the line)
+    auto result = attempt();
+    m_phase.store(phase::finished);
+    m_lockable->line().head_done(); // the next in line may ask now
+    report(std::move(result));
+}
+
+void async_acquire::end_waiting(acquire_result::outcome how) noexcept {
+    auto expected = phase::queued;
+    if (m_phase.compare_exchange_strong(expected, phase::finished)) {
+        report({how, nullptr, nullptr});
+        m_lockable->line().kick(); // it may have held up those behind it
+        return;
+    }
+    expected = phase::claimed;
+    if (m_phase.compare_exchange_strong(expected, phase::finished)) {
+        report({how, nullptr, nullptr});
+        m_lockable->line().head_done(); // it was the head: the next may ask
+    }
+    // Otherwise in the lock call (which looks at the stop request and the deadline), or over.
+}
+
+void async_acquire::expire() noexcept {
+    end_waiting(acquire_result::outcome::timed_out);
+}
+
 void async_acquire::cancel() noexcept {
     m_stop.request_stop(); // a running lock call looks at it
-    auto expected = phase::queued;
-    if (m_phase.compare_exchange_strong(expected, phase::finished))
-        report({acquire_result::outcome::cancelled, nullptr, nullptr});
+    end_waiting(acquire_result::outcome::cancelled);
 }
 
 void async_acquire::run() noexcept {
@@ -61,10 +117,13 @@ void async_acquire::report(acquire_result r) noexcept {
 
 void async_lockable::track(const std::shared_ptr<async_acquire>& op) {
     std::lock_guard lock(m_mutex);
-    std::erase_if(m_in_flight, [](const auto& w) {
-        const auto p = w.lock();
-        return !p || p->finished();
-    });
+    if (m_in_flight.size() >= m_sweep_at) { // now and then, so that many waiters cost O(n)
+        std::erase_if(m_in_flight, [](const auto& w) {
+            const auto p = w.lock();
+            return !p || p->finished();
+        });
+        m_sweep_at = std::max<std::size_t>(16, 2 * m_in_flight.size());
+    }
     m_in_flight.push_back(op);
 }
 

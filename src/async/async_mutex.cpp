@@ -1,7 +1,7 @@
 // The compiled members of sqlock/async.hpp's classes: the pool handle, the guard's readers and
 // background release, and async_mutex's set-up and cancellation.
 #include "async/lockable.hpp"
-#include "async/mutex_lockable.hpp"
+#include "async/primitive_slots.hpp"
 #include "sqlock/async.hpp"
 
 namespace sqlock {
@@ -82,9 +82,9 @@ const std::string& async_guard::name() const noexcept {
 
 async_mutex::async_mutex(executor_type executor, database db, std::string name,
                          mutex_options options, async_options async)
-    : m_executor(std::move(executor)), m_lockable(std::make_shared<detail::mutex_lockable>(
-                                           std::move(db), std::move(name), std::move(options),
-                                           detail::async_access::pool(async.workers))) {}
+    : m_executor(std::move(executor)),
+      m_lockable(detail::make_mutex_lockable(std::move(db), std::move(name), std::move(options),
+                                             detail::async_access::pool(async.workers))) {}
 
 async_mutex::~async_mutex() {
     m_lockable->cancel_all();
@@ -98,8 +98,7 @@ void async_mutex::cancel() noexcept {
     m_lockable->cancel_all();
 }
 
-// --- async_leader_election
-// -------------------------------------------------------------------------
+// --- async_leader_election -----------------------------------------------------------------------
 
 namespace {
 
@@ -120,9 +119,9 @@ mutex_options term_options(const leader_options& o) {
 
 async_leader_election::async_leader_election(executor_type executor, database db, std::string name,
                                              leader_options options, async_options async)
-    : m_executor(std::move(executor)), m_lockable(std::make_shared<detail::mutex_lockable>(
-                                           std::move(db), std::move(name), term_options(options),
-                                           detail::async_access::pool(async.workers))) {}
+    : m_executor(std::move(executor)),
+      m_lockable(detail::make_mutex_lockable(std::move(db), std::move(name), term_options(options),
+                                             detail::async_access::pool(async.workers))) {}
 
 async_leader_election::~async_leader_election() {
     m_lockable->cancel_all();
@@ -133,6 +132,56 @@ const std::string& async_leader_election::name() const noexcept {
 }
 
 void async_leader_election::cancel() noexcept {
+    m_lockable->cancel_all();
+}
+
+} // namespace sqlock
+
+namespace sqlock {
+
+// --- async_semaphore -----------------------------------------------------------------------------
+
+async_semaphore::async_semaphore(executor_type executor, database db, std::string name,
+                                 std::int64_t permits, semaphore_options options,
+                                 async_options async)
+    : m_executor(std::move(executor)),
+      m_lockable(detail::make_semaphore_lockable(std::move(db), std::move(name), permits,
+                                                 std::move(options),
+                                                 detail::async_access::pool(async.workers))),
+      m_permits(permits) {}
+
+async_semaphore::~async_semaphore() {
+    m_lockable->cancel_all();
+}
+
+const std::string& async_semaphore::name() const noexcept {
+    return m_lockable->name();
+}
+
+void async_semaphore::cancel() noexcept {
+    m_lockable->cancel_all();
+}
+
+// --- async_shared_mutex --------------------------------------------------------------------------
+
+async_shared_mutex::async_shared_mutex(executor_type executor, database db, std::string name,
+                                       mutex_options options, std::int64_t max_readers,
+                                       async_options async)
+    : m_executor(std::move(executor)),
+      m_lockable(detail::make_shared_mutex_lockable(std::move(db), std::move(name),
+                                                    std::move(options), max_readers,
+                                                    detail::async_access::pool(async.workers))),
+      m_max_readers(max_readers) {}
+
+async_shared_mutex::~async_shared_mutex() {
+    m_lockable->cancel_all();
+}
+
+const std::string& async_shared_mutex::name() const noexcept {
+    return m_lockable->name();
+}
+
+void async_shared_mutex::cancel() noexcept {
     m_lockable->cancel_all();
 }
 

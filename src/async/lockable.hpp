@@ -4,10 +4,12 @@
 // reads and how it gives the grant back).
 #pragma once
 
+#include "async/local_line.hpp"
 #include "async/worker_pool.hpp"
 #include "sqlock/async.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -27,10 +29,10 @@ public:
     virtual std::stop_token stop_token() const noexcept = 0;
     virtual std::chrono::steady_clock::time_point lease_end() const noexcept = 0;
     virtual const std::string& name() const noexcept = 0;
-    /// Gives the grant back (blocking: runs on the pool's release thread, or on the acquire
+    /// Gives the grant back (blocking: runs on a release thread of the pool, or on the acquire
     /// thread that finds its grant cancelled) and tells how it ended. Called once. Never throws.
     virtual loss_reason release() noexcept = 0;
-    /// The pool whose release thread runs release().
+    /// The pool whose release threads run release().
     virtual worker_pool& workers() noexcept = 0;
 };
 
@@ -38,14 +40,23 @@ public:
 /// in flight (for async_mutex::cancel() and its destructor).
 class async_lockable {
 public:
-    async_lockable(std::string name, std::shared_ptr<worker_pool> workers)
-        : m_name(std::move(name)), m_workers(std::move(workers)) {}
+    /// `line`: this process's local line of the lock (local_line.hpp); `exclusive_units`: the
+    /// units of its capacity an exclusive grant holds (a shared one holds 1).
+    async_lockable(std::string name, std::shared_ptr<worker_pool> workers,
+                   std::shared_ptr<local_line> line, std::size_t exclusive_units)
+        : m_name(std::move(name)), m_workers(std::move(workers)), m_line(std::move(line)),
+          m_exclusive_units(exclusive_units) {}
     virtual ~async_lockable() = default;
     async_lockable(const async_lockable&) = delete;
     async_lockable& operator=(const async_lockable&) = delete;
 
     const std::string& name() const noexcept { return m_name; }
     worker_pool& workers() noexcept { return *m_workers; }
+    local_line& line() noexcept { return *m_line; }
+    /// The units of the line's capacity a grant of `mode` holds.
+    std::size_t units(acquire_mode mode) const noexcept {
+        return mode == acquire_mode::shared ? 1 : m_exclusive_units;
+    }
 
     /// On a worker thread: a grant of `mode`, waiting until `deadline` (max: no deadline; min:
     /// one attempt) or until `stop` is requested; nullptr when none came (timed out or
@@ -63,8 +74,11 @@ public:
 private:
     const std::string m_name;
     const std::shared_ptr<worker_pool> m_workers;
+    const std::shared_ptr<local_line> m_line;
+    const std::size_t m_exclusive_units;
     std::mutex m_mutex;
     std::vector<std::weak_ptr<async_acquire>> m_in_flight;
+    std::size_t m_sweep_at = 16; ///< m_in_flight's size at which ended acquires are dropped
 };
 
 /// The door to the pool inside a public async_workers handle.

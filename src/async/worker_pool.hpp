@@ -1,13 +1,16 @@
 // Internal: the bounded thread pool behind sqlock::async_workers. Asynchronous lock operations
 // run the blocking parts of their work here (drivers without a non-blocking interface, waits in
-// SQLite's file locks): acquires on `size` threads in the order they came, releases on one
-// thread of their own, so that a release never waits behind acquires (which may wait for it).
+// SQLite's file locks): acquires on `size` threads in the order they came, releases on up to
+// `size` threads of their own, so that a release never waits behind acquires (which may wait
+// for it).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -47,7 +50,35 @@ private:
     std::shared_ptr<state> m_state;
 };
 
-/// The pool: one lane for acquires, one thread for releases.
+/// One thread that runs jobs at their times (steady clock), started on first use.
+class timer_lane {
+public:
+    timer_lane() : m_state(std::make_shared<state>()) {}
+    /// Stops the thread and joins it (detaches it when it is the caller); jobs not yet due are
+    /// dropped unrun.
+    ~timer_lane();
+    timer_lane(const timer_lane&) = delete;
+    timer_lane& operator=(const timer_lane&) = delete;
+
+    /// Runs `job` (which must not throw) at `when` or soon after. Throws std::system_error when
+    /// the thread cannot be started.
+    void at(std::chrono::steady_clock::time_point when, std::function<void()> job);
+
+private:
+    struct state {
+        std::mutex mutex;
+        std::condition_variable cv;
+        std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> jobs;
+        std::thread thread;
+        bool stopping = false;
+    };
+    static void run(const std::shared_ptr<state>& s);
+
+    std::shared_ptr<state> m_state;
+};
+
+/// The pool: one lane for acquires, one for releases (as many threads, started as releases
+/// come), one thread for the deadlines of acquires waiting in a local line (local_line.hpp).
 class worker_pool {
 public:
     /// `threads` for acquires: 1 to max_threads (errc::invalid_argument otherwise).
@@ -56,8 +87,13 @@ public:
     std::size_t size() const noexcept { return m_size; }
     /// Runs `job` (which must not throw) on an acquire thread, after those queued before it.
     void run_acquire(std::function<void()> job) { m_acquires.post(std::move(job)); }
-    /// Runs `job` (which must not throw) on the release thread, after those queued before it.
+    /// Runs `job` (which must not throw) on a release thread, after those queued before it
+    /// started.
     void run_release(std::function<void()> job) { m_releases.post(std::move(job)); }
+    /// Runs `job` (which must not throw) at `when` on the timer thread.
+    void run_at(std::chrono::steady_clock::time_point when, std::function<void()> job) {
+        m_timers.at(when, std::move(job));
+    }
 
     /// The process-wide pool (async_workers::default_size threads), never destroyed: an exit
     /// does not wait for its threads.
@@ -69,6 +105,7 @@ private:
     std::size_t m_size;
     job_lane m_acquires;
     job_lane m_releases;
+    timer_lane m_timers;
 };
 
 } // namespace sqlock::detail

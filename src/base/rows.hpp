@@ -153,6 +153,23 @@ struct quorum_row {
     static quorum_row decode(const row& r);
 };
 
+/// q_list: a quorum member's row, as status and release --force show it.
+struct quorum_listing_row {
+    static constexpr std::array statements{statement::q_list};
+    static constexpr auto columns = column_list("name", "token", "owner", "host", "pid", "ttl_ms",
+                                                "version", "acquired_at", "expires_in_ms");
+    std::string name;
+    std::int64_t token = 0; ///< the highest token this member accepted for the name
+    std::string owner;      ///< '' when free
+    std::string host;
+    std::int64_t pid = 0;
+    std::int64_t ttl_ms = 0;
+    std::int64_t version = 0;
+    std::string acquired_at;                   ///< UTC, "YYYY-MM-DD HH:MM:SS.ffffff"; "" if never
+    std::optional<std::int64_t> expires_in_ms; ///< on the member's clock; nullopt when free
+    static quorum_listing_row decode(const row& r);
+};
+
 /// waiters_check: a name, of the two asked about, whose lease is held.
 struct held_name_row {
     static constexpr std::array statements{statement::waiters_check};
@@ -411,8 +428,8 @@ template <class... Rows>
 struct row_types {};
 using catalog_row_types =
     row_types<acquire_unique_key_row, inspect_lock_row, ov_read_row, token_row, quorum_row,
-              held_name_row, uk_queue_enter_row, fu_lock_row, token_hwm_row, lock_listing_row,
-              waiter_row, reap_candidate_row, expired_count_row, clock_step_row,
+              quorum_listing_row, held_name_row, uk_queue_enter_row, fu_lock_row, token_hwm_row,
+              lock_listing_row, waiter_row, reap_candidate_row, expired_count_row, clock_step_row,
               migration_version_row, migrations_compat_row, topology_row, job_now_row,
               job_attempt_row, job_run_row, job_history_row, job_list_row>;
 

@@ -15,7 +15,9 @@
 //   - a file containing the line "-- sqlock: skip-if-unchanged" is not sent again on the same
 //     connection while the parameters it uses are the same as last time (session settings);
 //   - a file containing "-- sqlock: read-back" returns no rows on that backend (no RETURNING
-//     for UPDATE on MariaDB): the strategy reads the outcome back instead of trusting counts;
+//     for UPDATE on MariaDB): the strategy reads the outcome back instead of trusting counts
+//     (the quorum statements excepted: they always move the row's version, so one affected row
+//     is the outcome);
 //   - a file containing "-- sqlock: server-clock" returns the server's wall clock (ms since the
 //     Unix epoch) as the last column of its rows: sessions show it to the database handle's
 //     clock_watch, which notices steps of that clock (base/clock_watch.hpp).
@@ -141,9 +143,12 @@ enum class statement : std::size_t {
     q_read,    ///< $1 name -> 0..1 row (token, owner, version, ttl_ms)
     q_create,  ///< $1 name: a free row with token 0 if missing (never fails on a race)
     q_acquire, ///< $1 name $2 token $3 owner $4 ttl_ms $5 host $6 pid $7 version seen|NULL
-               ///<   -> (token) when accepted | read-back
-    q_renew,   ///< $1 name $2 owner $3 token $4 ttl_ms -> (token) when ours | read-back
+               ///<   -> (token) when accepted | affected rows (read-back)
+    q_renew,   ///< $1 name $2 owner $3 token $4 ttl_ms -> (token) when ours | affected rows
     q_release, ///< $1 name $2 owner $3 token -> affected rows
+    q_list,    ///< $1 name|NULL -> rows (name token owner host pid ttl_ms version acquired_at
+               ///<   expires_in_ms|NULL), by name: for status and release --force
+    q_raise,   ///< $1 name $2 token -> affected rows (raised to $2 and freed where lower)
     count_
 };
 
@@ -221,6 +226,8 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "q_acquire",
     "q_renew",
     "q_release",
+    "q_list",
+    "q_raise",
 };
 
 // A statement added to the enum without a file name here would silently get an empty name.

@@ -68,9 +68,17 @@ database_impl& permit_pool::db() const {
     return impl_of(m_db);
 }
 
+void permit_pool::own_by_handle(mutex* gate) noexcept {
+    m_by_handle = true;
+    for (auto& permit : m_permits)
+        mutex_access::own_by_handle(*permit);
+    if (gate)
+        mutex_access::own_by_handle(*gate);
+}
+
 std::optional<std::size_t> permit_pool::held_by_me() const {
     std::lock_guard lock(m_state_mutex);
-    const auto it = m_held.find(std::this_thread::get_id());
+    const auto it = m_held.find(holder());
     if (it == m_held.end())
         return std::nullopt;
     if (m_permits[it->second]->hold_count() == 0) { // a re-entry found it lost and dropped it
@@ -140,11 +148,26 @@ mutex_options permit_pool::permit_options(std::string_view role, std::int64_t k)
 /// granted or not), the head's listening session, its backoffs and whether a round found
 /// every permit taken.
 struct permit_pool::acquire_call {
-    acquire_call(std::chrono::steady_clock::time_point until, backoff pauses)
-        : deadline(until), can_wait(until > std::chrono::steady_clock::now()), delay(pauses) {}
+    acquire_call(std::chrono::steady_clock::time_point until, backoff pauses,
+                 const std::stop_token* stop_token)
+        : deadline(until), can_wait(until > std::chrono::steady_clock::now()), stop(stop_token),
+          delay(pauses) {}
 
     std::chrono::steady_clock::time_point deadline;
     bool can_wait;
+    const std::stop_token* stop; ///< a cancellable call's stop token, or null
+    bool stopped() const noexcept { return stop && stop->stop_requested(); }
+    /// Waits for `m` (the queue, the writer gate) until the deadline, or a stop request.
+    bool wait_for(mutex& m) const {
+        return stop ? mutex_access::try_lock_cancellable(m, deadline, *stop)
+                    : m.try_lock_until(deadline);
+    }
+    /// The end of a pause meant to last until `until`: a cancellable call looks at its stop
+    /// token at least every 100 ms.
+    std::chrono::steady_clock::time_point pause_end(std::chrono::steady_clock::time_point until) {
+        const auto soon = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+        return stop && soon < until ? soon : until;
+    }
     struct queue_place {
         mutex* queue = nullptr;
         ~queue_place() {
@@ -209,14 +232,14 @@ permit_pool::round_end permit_pool::acquire_round(acquire_call& call) {
     if (r.granted) {
         {
             std::lock_guard lock(m_state_mutex);
-            m_held[std::this_thread::get_id()] = *r.granted;
+            m_held[holder()] = *r.granted;
         }
         m_contended.store(call.tried);
         return round_end::granted;
     }
     if (r.deferred_to(defer_gate)) {
         // A writer holds or waits for the gate: it goes first.
-        if (!call.can_wait || !m_gate->try_lock_until(call.deadline))
+        if (!call.can_wait || !call.wait_for(*m_gate))
             return round_end::not_granted;
         m_gate->unlock();
         return round_end::again;
@@ -224,7 +247,7 @@ permit_pool::round_end permit_pool::acquire_round(acquire_call& call) {
     if (r.deferred_to(defer_queue)) {
         // Someone waits for a permit (or our last acquire had to): into the queue, then a
         // round at once.
-        if (!m_queue->try_lock_until(call.deadline))
+        if (!call.wait_for(*m_queue))
             return round_end::not_granted;
         call.place.queue = m_queue.get();
         return round_end::again;
@@ -240,7 +263,8 @@ bool permit_pool::pause_between_rounds(acquire_call& call, bool failed) {
         if (now >= deadline)
             throw server_full_timeout(m_name, call.refused->last, now - call.refused->since);
         const auto pause = call.full_delay.next();
-        std::this_thread::sleep_until(deadline - now < pause ? deadline : now + pause);
+        std::this_thread::sleep_until(
+            call.pause_end(deadline - now < pause ? deadline : now + pause));
         return true;
     }
     if (!failed) {
@@ -265,12 +289,16 @@ bool permit_pool::pause_between_rounds(acquire_call& call, bool failed) {
     return true;
 }
 
-bool permit_pool::acquire(std::chrono::steady_clock::time_point deadline) {
+bool permit_pool::acquire(std::chrono::steady_clock::time_point deadline,
+                          const std::stop_token* stop) {
     if (const auto k = held_by_me())
         return m_permits[*k]->try_lock_until(deadline); // re-entry (or lock_lost)
     acquire_call call(deadline,
-                      backoff(m_options.retry_min, std::min(m_options.retry_max, head_poll_limit)));
+                      backoff(m_options.retry_min, std::min(m_options.retry_max, head_poll_limit)),
+                      stop);
     for (;;) {
+        if (call.stopped())
+            return false;
         bool failed = false;
         call.seen = db().wakeups().generation(m_wake_name);
         try {
@@ -310,7 +338,7 @@ void permit_pool::release(std::string_view what) noexcept {
         std::lock_guard lock(m_state_mutex);
         m_last_released = *k;
         if (permit.hold_count() == 0)
-            m_held.erase(std::this_thread::get_id());
+            m_held.erase(holder());
         if (failure != earlier)
             m_last_error = std::move(failure);
     }

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -52,15 +53,25 @@ public:
     permit_pool(database db, std::string name, std::int64_t count, const mutex_options& options,
                 std::string_view role, std::string_view kind, mutex* gate = nullptr);
 
-    /// The permit the calling thread holds through acquire() (a hold, possibly known lost,
-    /// which its mutex keeps until unlocked), or nullopt.
+    /// Makes the permits belong to this pool rather than to the thread that took one
+    /// (asynchronous locks, src/async): it then holds at most one permit, which any thread may
+    /// read and release (held_by_me() answers for every thread). Makes every permit's mutex
+    /// owned by handle too (mutex_access::own_by_handle), and `gate` when given. Call before
+    /// the first acquire(). Never throws.
+    void own_by_handle(mutex* gate) noexcept;
+
+    /// The permit the calling thread (owned by handle: the pool) holds through acquire() (a
+    /// hold, possibly known lost, which its mutex keeps until unlocked), or nullopt.
     std::optional<std::size_t> held_by_me() const;
 
     /// Takes one permit for the calling thread, waiting in turn until `deadline`
     /// (time_point::min(): one round, no queue). A thread that holds one re-enters it. Errors
     /// as mutex::try_lock_until: retryable trouble is retried while time remains and a
-    /// full server is waited out.
-    bool acquire(std::chrono::steady_clock::time_point deadline);
+    /// full server is waited out. With `stop`, also gives up (false, nothing held) soon after
+    /// it is requested: its waits look at it at least every 100 ms (mutex_access::
+    /// try_lock_cancellable); a permit granted after the request is still returned (true).
+    bool acquire(std::chrono::steady_clock::time_point deadline,
+                 const std::stop_token* stop = nullptr);
 
     /// Gives back one hold of the calling thread's permit; never throws. `what` words the
     /// error recorded when the thread holds none ("unlock() of semaphore").
@@ -79,6 +90,10 @@ public:
 
 private:
     database_impl& db() const;
+    /// Whose permit m_held records: the calling thread's, or (owned by handle) the pool's.
+    std::thread::id holder() const noexcept {
+        return m_by_handle ? std::thread::id{} : std::this_thread::get_id();
+    }
     /// SQLite: someone is in the queue lock's line (local_queue.hpp), so a caller that may
     /// wait queues too. False elsewhere.
     bool someone_queues_locally() const;
@@ -120,7 +135,8 @@ private:
     std::vector<std::unique_ptr<mutex>> m_permits;
     std::unique_ptr<mutex> m_queue;
     mutex* m_gate = nullptr;
-    std::string m_wake_name; ///< "NAME<0x1f>ROLE ": a prefix of every permit's name
+    bool m_by_handle = false; ///< own_by_handle(): set once, before the first acquire
+    std::string m_wake_name;  ///< "NAME<0x1f>ROLE ": a prefix of every permit's name
     /// The last acquire had to wait: the next one queues at once, so that a releaser asking
     /// again does not overtake the waiters it handed over to.
     std::atomic<bool> m_contended{false};

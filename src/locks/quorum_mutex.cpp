@@ -6,10 +6,10 @@
 #include "base/waiting.hpp"
 #include "locks/hold.hpp"
 #include "locks/lock_name.hpp"
+#include "locks/quorum_members.hpp"
 #include "strategies/quorum.hpp"
 
 #include <atomic>
-#include <set>
 #include <thread>
 
 namespace sqlock::detail {
@@ -44,15 +44,7 @@ namespace {
 
 void validate(const std::vector<database>& members, const quorum_options& o) {
     using namespace std::chrono;
-    if (members.size() < 3)
-        throw error(errc::invalid_argument,
-                    "a quorum lock needs at least 3 member databases, got " +
-                        std::to_string(members.size()));
-    std::set<std::pair<std::string, std::string>> tables; // (database, table prefix)
-    for (const auto& m : members)
-        if (!tables.emplace(m.url(), m.table_prefix()).second)
-            throw error(errc::invalid_argument, "quorum member " + m.url() + " (table prefix \"" +
-                                                    m.table_prefix() + "\") is listed twice");
+    validate_quorum_members(members);
     if (o.ttl <= milliseconds::zero() || o.ttl > hours(24 * 30))
         throw error(errc::invalid_argument, "ttl must be positive and at most 30 days");
     if (o.retry_min <= milliseconds::zero() || o.retry_max < o.retry_min)
@@ -116,19 +108,10 @@ quorum_mutex::quorum_mutex(std::vector<database> members, std::string name, quor
     : m_impl(std::make_unique<detail::quorum_impl>(std::move(members), std::move(name),
                                                    std::move(options))) {}
 
-namespace {
-std::vector<database> unconnected(const std::vector<std::string>& urls,
-                                  const connect_options& connect) {
-    std::vector<database> out;
-    for (const auto& url : urls)
-        out.push_back(detail::open_unconnected(url, connect));
-    return out;
-}
-} // namespace
-
 quorum_mutex::quorum_mutex(const std::vector<std::string>& member_urls, std::string name,
                            quorum_options options, const connect_options& connect)
-    : quorum_mutex(unconnected(member_urls, connect), std::move(name), std::move(options)) {}
+    : quorum_mutex(detail::unconnected_members(member_urls, connect), std::move(name),
+                   std::move(options)) {}
 
 quorum_mutex::~quorum_mutex() {
     unlock();
@@ -192,6 +175,15 @@ void quorum_mutex::unlock() noexcept {
             last = held->current;
         }
         impl.m_protocol->release(*held->db, held->request(), last);
+    } catch (const error& e) {
+        if (e.code() == errc::lock_lost) { // lost while held, found at the release: last_loss()
+            std::lock_guard state(held->state_mutex);
+            if (held->reason == loss_reason::none) {
+                held->reason = loss_reason::lost;
+                held->message = e.what();
+            }
+            impl.m_last_loss = held->reason;
+        }
     } catch (...) {
         // members not told now are told when they answer again; the rest end with the lease
     }

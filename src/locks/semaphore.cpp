@@ -1,6 +1,8 @@
 // sqlock::semaphore: a permit_pool (locks/permits.hpp) of permits "NAME<0x1f>permit K".
 #include "sqlock/semaphore.hpp"
 
+#include "locks/handle_access.hpp"
+#include "locks/mutex_access.hpp"
 #include "locks/permits.hpp"
 
 namespace sqlock {
@@ -90,3 +92,23 @@ std::string semaphore::last_error() const {
 }
 
 } // namespace sqlock
+
+namespace sqlock::detail {
+
+void handle_access::own_by_handle(semaphore& s) noexcept {
+    s.m_impl->own_by_handle(nullptr);
+}
+
+bool handle_access::try_lock_cancellable(semaphore& s,
+                                         std::chrono::steady_clock::time_point deadline,
+                                         const std::stop_token& stop) {
+    return s.m_impl->acquire(deadline, &stop);
+}
+
+std::chrono::steady_clock::time_point handle_access::lease_end(const semaphore& s) noexcept {
+    const auto k = s.m_impl->held_by_me();
+    return k ? mutex_access::lease_end(s.m_impl->permit(*k))
+             : std::chrono::steady_clock::time_point::min();
+}
+
+} // namespace sqlock::detail

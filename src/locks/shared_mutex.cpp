@@ -4,6 +4,7 @@
 // writer wait for it, so that a stream of readers cannot starve writers.
 #include "sqlock/shared_mutex.hpp"
 
+#include "locks/handle_access.hpp"
 #include "locks/mutex_access.hpp"
 #include "locks/permits.hpp"
 #include "sqlock/semaphore.hpp"
@@ -76,9 +77,14 @@ public:
         bool told = false; ///< on_lost was called for this grant
     };
 
+    /// Whose grant m_writer records: the calling thread's, or (owned by handle) the object's.
+    std::thread::id holder() const noexcept {
+        return m_by_handle ? std::thread::id{} : std::this_thread::get_id();
+    }
+
     bool i_write() const {
         std::lock_guard lock(m_state_mutex);
-        return m_writer && m_writer->thread == std::this_thread::get_id();
+        return m_writer && m_writer->thread == holder();
     }
 
     void lease_lost(const lock_lost_event& event) {
@@ -123,8 +129,10 @@ public:
     /// permits yet, and the first doing the same in turn, could go on for many TTLs.
     /// Throws what an acquire or re-entry throws (connection trouble); what it took stays
     /// held (the caller gives it back).
+    /// With `stop`, each wait looks at it (mutex_access::try_lock_cancellable): timed_out once
+    /// it is requested.
     collection collect_permits(std::chrono::steady_clock::time_point deadline,
-                               taken_times& taken_at) {
+                               taken_times& taken_at, const std::stop_token* stop) {
         const auto take = [&](std::size_t k) {
             taken_at[k + 1] = std::chrono::steady_clock::now();
             collected(m_readers->permit(k));
@@ -141,8 +149,12 @@ public:
                 // (deadline may be time_point::min() or max(): compared, never subtracted)
                 const auto step_end = now + m_ttl / 3;
                 const auto until = !m_leases_renewed && deadline > step_end ? step_end : deadline;
-                if (m_readers->permit(k).try_lock_until(until))
+                auto& permit = m_readers->permit(k);
+                if (stop ? mutex_access::try_lock_cancellable(permit, until, *stop)
+                         : permit.try_lock_until(until))
                     take(k);
+                else if (stop && stop->stop_requested())
+                    return collection::timed_out;
                 else if (std::chrono::steady_clock::now() < deadline &&
                          !confirm_early_leases(taken_at))
                     return collection::lease_lost;
@@ -205,7 +217,8 @@ public:
     }
 
     std::chrono::milliseconds m_ttl;
-    bool m_leases_renewed; ///< the permits' leases are renewed (the gate's may be regardless)
+    bool m_by_handle = false; ///< handle_access::own_by_handle(): set before the first lock
+    bool m_leases_renewed;    ///< the permits' leases are renewed (the gate's may be regardless)
     std::function<void(const lock_lost_event&)> m_user_on_lost;
     std::unique_ptr<mutex> m_gate;
     std::unique_ptr<permit_pool> m_readers;
@@ -237,6 +250,11 @@ bool shared_mutex::try_lock() {
 }
 
 bool shared_mutex::try_lock_until_steady(std::chrono::steady_clock::time_point deadline) {
+    return lock_exclusive(deadline, nullptr);
+}
+
+bool shared_mutex::lock_exclusive(std::chrono::steady_clock::time_point deadline,
+                                  const std::stop_token* stop) {
     auto& impl = *m_impl;
     if (impl.i_write()) {
         if (!owns_lock())
@@ -254,7 +272,8 @@ bool shared_mutex::try_lock_until_steady(std::chrono::steady_clock::time_point d
                         "for itself)");
     auto& readers = *impl.m_readers;
     for (;;) {
-        if (!impl.m_gate->try_lock_until(deadline))
+        if (stop ? !detail::mutex_access::try_lock_cancellable(*impl.m_gate, deadline, *stop)
+                 : !impl.m_gate->try_lock_until(deadline))
             return false;
         // The gate is ours: readers that come now wait for us. Take every permit, waiting for
         // the readers inside to leave; keep what we get.
@@ -264,7 +283,7 @@ bool shared_mutex::try_lock_until_steady(std::chrono::steady_clock::time_point d
         impl.collected(*impl.m_gate);
         auto outcome = detail::shared_mutex_impl::collection::complete;
         try {
-            outcome = impl.collect_permits(deadline, taken_at);
+            outcome = impl.collect_permits(deadline, taken_at, stop);
             if (outcome == detail::shared_mutex_impl::collection::complete &&
                 !impl.confirm_early_leases(taken_at))
                 outcome = detail::shared_mutex_impl::collection::lease_lost;
@@ -278,11 +297,11 @@ bool shared_mutex::try_lock_until_steady(std::chrono::steady_clock::time_point d
         // Timed out; or a lease taken early ran out (or was taken over) while we waited for
         // the rest: start again while time remains.
         if (outcome == detail::shared_mutex_impl::collection::timed_out ||
-            std::chrono::steady_clock::now() >= deadline)
+            std::chrono::steady_clock::now() >= deadline || (stop && stop->stop_requested()))
             return false;
     }
     detail::shared_mutex_impl::writer_grant grant;
-    grant.thread = std::this_thread::get_id();
+    grant.thread = impl.holder();
     grant.holds = 1;
     grant.tokens.insert(impl.m_gate->token());
     for (std::size_t k = 0; k < readers.size(); ++k)
@@ -343,12 +362,17 @@ bool shared_mutex::try_lock_shared() {
 }
 
 bool shared_mutex::try_lock_shared_until_steady(std::chrono::steady_clock::time_point deadline) {
+    return lock_shared_until(deadline, nullptr);
+}
+
+bool shared_mutex::lock_shared_until(std::chrono::steady_clock::time_point deadline,
+                                     const std::stop_token* stop) {
     auto& impl = *m_impl;
     if (impl.i_write())
         throw error(errc::invalid_argument,
                     "shared_mutex \"" + name() +
                         "\": lock_shared() by the thread that holds it exclusively (no downgrade)");
-    return impl.m_readers->acquire(deadline);
+    return impl.m_readers->acquire(deadline, stop);
 }
 
 void shared_mutex::unlock_shared() noexcept {
@@ -438,3 +462,37 @@ std::string shared_mutex::last_error() const {
 }
 
 } // namespace sqlock
+
+namespace sqlock::detail {
+
+void handle_access::own_by_handle(shared_mutex& m) noexcept {
+    m.m_impl->m_by_handle = true;
+    m.m_impl->m_readers->own_by_handle(m.m_impl->m_gate.get());
+}
+
+bool handle_access::try_lock_cancellable(shared_mutex& m,
+                                         std::chrono::steady_clock::time_point deadline,
+                                         const std::stop_token& stop) {
+    return m.lock_exclusive(deadline, &stop);
+}
+
+bool handle_access::try_lock_shared_cancellable(shared_mutex& m,
+                                                std::chrono::steady_clock::time_point deadline,
+                                                const std::stop_token& stop) {
+    return m.lock_shared_until(deadline, &stop);
+}
+
+std::chrono::steady_clock::time_point handle_access::lease_end(const shared_mutex& m) noexcept {
+    auto& impl = *m.m_impl;
+    if (!impl.i_write()) {
+        const auto k = impl.m_readers->held_by_me();
+        return k ? mutex_access::lease_end(impl.m_readers->permit(*k))
+                 : std::chrono::steady_clock::time_point::min();
+    }
+    auto end = mutex_access::lease_end(*impl.m_gate);
+    for (std::size_t k = 0; k < impl.m_readers->size(); ++k)
+        end = std::min(end, mutex_access::lease_end(impl.m_readers->permit(k)));
+    return end;
+}
+
+} // namespace sqlock::detail

@@ -155,21 +155,15 @@ quorum_protocol::read_rows(const lock_request& req, std::chrono::steady_clock::t
 
 namespace {
 
-/// Whether member `db`'s row for `name` now carries `owner` and `token`: the outcome of a
-/// write whose statement returns no rows there (read-back).
-bool carries(lock_context& db, const std::string& name, const std::string& owner,
-             std::int64_t token) {
-    const auto r = decode_first<quorum_row>(db.run(statement::q_read, {name}));
-    return r && r->owner == owner && r->token == token;
-}
-
 /// Runs `id` (q_acquire or q_renew) and tells whether it changed our row: its returned token,
-/// or, where the backend returns nothing, the row read back.
+/// or, where the backend returns nothing (MariaDB: no UPDATE ... RETURNING), its affected rows:
+/// both statements move the row's version, so the row changed exactly when their guard held
+/// (whether the server counts changed or matched rows), and no read-back round trip is needed.
 bool wrote(lock_context& db, statement id, std::initializer_list<param> params,
-           const std::string& name, const std::string& owner, std::int64_t token) {
+           std::int64_t token) {
     const auto r = db.run(id, params);
     if (db.catalog().needs_read_back(id))
-        return carries(db, name, owner, token);
+        return r.affected_rows > 0;
     const auto row = decode_first<token_row>(r);
     return row && row->token == token;
 }
@@ -201,7 +195,7 @@ quorum_protocol::write_token(const lock_request& req, std::int64_t token,
                 db.run(statement::q_create, {name});
             const param seen = takeover[i] ? param(*takeover[i]) : param(nullptr);
             return wrote(db, statement::q_acquire, {name, token, owner, ttl, me.host, me.pid, seen},
-                         name, owner, token);
+                         token);
         },
         deadline);
     write_outcome out;
@@ -295,7 +289,7 @@ grant quorum_protocol::renew(lock_context&, const lock_request& req, const grant
     const auto sent = std::chrono::steady_clock::now();
     const auto replies = ask_all<bool>(
         [=](lock_context& db, std::size_t) {
-            return wrote(db, statement::q_renew, {name, owner, token, ttl}, name, owner, token);
+            return wrote(db, statement::q_renew, {name, owner, token, ttl}, token);
         },
         std::min(held.valid_until, sent + m_wait_for_member));
     std::size_t renewed = 0, gone = 0;
@@ -328,8 +322,8 @@ void quorum_protocol::release(lock_context&, const lock_request& req, const gran
         [=](lock_context& db, std::size_t) {
             // Asynchronously committed where the backend can: a release lost in a crash only
             // leaves the row to its lease; the token, the mark that matters, stays.
-            db.run_async_release(statement::q_release, {name, owner, token});
-            return true;
+            return db.run_async_release(statement::q_release, {name, owner, token}).affected_rows >
+                   0;
         },
         std::chrono::steady_clock::now() + m_wait_for_member);
     for (std::size_t i = 0; i < size(); ++i)
@@ -341,6 +335,17 @@ void quorum_protocol::release(lock_context&, const lock_request& req, const gran
                     // unreachable: the row ends with its lease (seen unchanged for a TTL)
                 }
             });
+    // Rows no longer ours on so many members that no majority can have been: taken over (a
+    // lease that ran out) or force-released while we held it. Given back all the same.
+    std::size_t gone = 0;
+    for (const auto& r : replies)
+        gone += r.value && !*r.value;
+    if (gone >= size() - majority() + 1)
+        throw error(errc::lock_lost, "quorum lock \"" + name + "\" (token " +
+                                         std::to_string(token) + "): " + std::to_string(gone) +
+                                         " of " + std::to_string(size()) +
+                                         " members said it was no longer ours when it was given "
+                                         "back (taken over or force-released)");
 }
 
 } // namespace sqlock::detail

@@ -17,9 +17,13 @@
 #include <asio/use_future.hpp>
 #include <atomic>
 #include <doctest/doctest.h>
+#include <filesystem>
 #include <future>
+#include <mutex>
 #include <sqlock/async.hpp>
 #include <thread>
+#include <unistd.h>
+#include <vector>
 
 using namespace std::chrono_literals;
 using test::db;
@@ -117,6 +121,82 @@ fate fate_of(asio::io_context& io, asio::awaitable<void> coro) {
 
 bool lease_strategy() {
     return test::strategy() != sqlock::strategy::select_for_update;
+}
+
+/// True when a sync semaphore of `permits` takes every permit of `name` at once (one
+/// attempt each), then gives them back: nothing of it is held elsewhere.
+bool semaphore_free_now(const std::string& name, std::int64_t permits) {
+    std::vector<std::unique_ptr<sqlock::semaphore>> holders;
+    for (std::int64_t k = 0; k < permits; ++k) {
+        holders.push_back(std::make_unique<sqlock::semaphore>(db(), name, permits, test::opts()));
+        if (!holders.back()->try_acquire())
+            return false;
+    }
+    for (auto& h : holders)
+        h->release();
+    return true;
+}
+
+/// True when a sync shared_mutex takes `name` exclusively at once, then gives it back.
+bool shared_free_now(const std::string& name, std::int64_t readers) {
+    sqlock::shared_mutex other(db(), name, test::opts(), readers);
+    if (!other.try_lock())
+        return false;
+    other.unlock();
+    return true;
+}
+
+/// Rounds of an acquire (`start(handler)`, bound to a cancellation slot) that waits for
+/// `holder` (locked by `lock`, given back by `unlock` shortly before the cancel): a grant that
+/// raced the cancel is a grant, else the acquire is aborted, and `is_free()` either way
+/// afterwards. Returns how many rounds ended granted.
+template <class Start, class Lock, class Unlock, class IsFree>
+int cancel_races(asio::io_context& io, Start start, Lock lock, Unlock unlock, IsFree is_free) {
+    int granted = 0;
+    for (int round = 0; round < 6; ++round) {
+        lock();
+        asio::cancellation_signal signal;
+        std::promise<outcome> done;
+        asio::post(io, [&] {
+            start(asio::bind_cancellation_slot(signal.slot(),
+                                               [&](std::exception_ptr e, sqlock::async_guard g) {
+                                                   done.set_value({fate_of(e), std::move(g)});
+                                               }));
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(50 + 20 * round));
+        unlock(); // the waiter may be granted now...
+        std::this_thread::sleep_for(std::chrono::milliseconds(5 * round));
+        std::promise<void> emitted; // the signal must outlive its emit
+        asio::post(io, [&] {
+            signal.emit(asio::cancellation_type::terminal); // ...or not
+            emitted.set_value();
+        });
+        auto result = done.get_future().get();
+        emitted.get_future().get();
+        if (result.guard) {
+            ++granted;
+            CHECK_FALSE(result.how.failed);
+            result.guard.async_unlock(future_on(io)).get();
+        } else {
+            CHECK(result.how.aborted);
+        }
+        CHECK(is_free()); // either way: nothing left held
+    }
+    return granted;
+}
+
+/// The number of threads of this process.
+std::size_t thread_count() {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task"))
+        ++n;
+    return n;
+}
+
+/// Work that waits 30 s unless cancelled.
+asio::awaitable<void> long_work() {
+    asio::steady_timer timer(co_await asio::this_coro::executor, std::chrono::seconds(30));
+    co_await timer.async_wait(asio::use_awaitable);
 }
 
 } // namespace
@@ -256,6 +336,39 @@ TEST_SUITE("async") {
         CHECK(first.get_future().get().how.aborted);
         holder.unlock();
         CHECK(free_now(name));
+    }
+
+    TEST_CASE("a head waiting for a busy worker ends at its deadline, or at once when cancelled") {
+        io_thread t;
+        const auto busy_name = unique_name("async-busy");
+        sqlock::mutex holder(db(), busy_name, test::opts());
+        holder.lock();
+        const sqlock::async_workers one(1);
+        sqlock::async_mutex busy(t.io.get_executor(), db(), busy_name, test::opts(),
+                                 {.workers = one});
+        std::promise<outcome> occupying;
+        busy.async_lock(into(occupying)); // waits for `holder` on the one worker
+        // Two other (free) names, whose heads wait for that worker.
+        sqlock::async_mutex timed(t.io.get_executor(), db(), unique_name("async-busy-timed"),
+                                  test::opts(), {.workers = one});
+        sqlock::async_mutex cancelled(t.io.get_executor(), db(),
+                                      unique_name("async-busy-cancelled"), test::opts(),
+                                      {.workers = one});
+        std::promise<outcome> waited, aborted;
+        const auto start = std::chrono::steady_clock::now();
+        timed.async_try_lock_for(300ms, into(waited));
+        cancelled.async_lock(into(aborted));
+        cancelled.cancel();
+        CHECK(aborted.get_future().get().how.aborted);
+        CHECK(std::chrono::steady_clock::now() - start < 250ms);
+        auto result = waited.get_future().get();
+        const auto took = std::chrono::steady_clock::now() - start;
+        CHECK_FALSE(result.how.failed);
+        CHECK_FALSE(result.guard);
+        CHECK(took >= 300ms);
+        CHECK(took < 1s);
+        holder.unlock();
+        CHECK(occupying.get_future().get().guard.owns_lock());
     }
 
     TEST_CASE("a guard moves to another thread pool: it still owns, fences and releases there") {
@@ -439,5 +552,270 @@ TEST_SUITE("async") {
         else
             CHECK(result.how.aborted);
         CHECK(sync_elector.try_campaign());
+    }
+
+    // --- async_semaphore ------------------------------------------------------------------------
+
+    TEST_CASE("async_semaphore: N guards hold N permits, one more times out, a release admits") {
+        io_thread t;
+        const auto name = unique_name("async-sem");
+        sqlock::async_semaphore s(t.io.get_executor(), db(), name, 2, test::opts());
+        CHECK(s.permits() == 2);
+        auto first = s.async_acquire(future_on(t.io)).get();
+        auto second = s.async_acquire(future_on(t.io)).get();
+        REQUIRE(first);
+        REQUIRE(second);
+        CHECK(first.owns_lock());
+        CHECK(second.owns_lock());
+        CHECK(first.token() > 0);
+        CHECK(first.name() == name);
+        CHECK(first.lease_end() > std::chrono::steady_clock::now());
+        sqlock::semaphore sync_holder(db(), name, 2, test::opts());
+        CHECK_FALSE(sync_holder.try_acquire()); // both permits are the guards'
+        const auto start = std::chrono::steady_clock::now();
+        CHECK_FALSE(s.async_try_acquire_for(300ms, future_on(t.io)).get());
+        CHECK(std::chrono::steady_clock::now() - start >= 300ms);
+        CHECK_FALSE(s.async_try_acquire(future_on(t.io)).get());
+        auto third = s.async_acquire(future_on(t.io));
+        CHECK(first.async_unlock(future_on(t.io)).get() == sqlock::loss_reason::none);
+        auto g = third.get();
+        CHECK(g.owns_lock());
+        g = {};
+        second = {};
+        CHECK(test::eventually([&] { return semaphore_free_now(name, 2); }, 5s));
+    }
+
+    TEST_CASE("async_semaphore: a cancelled wait holds no permit, a racing grant is given back") {
+        io_thread t;
+        const auto name = unique_name("async-sem-cancel");
+        sqlock::async_semaphore s(t.io.get_executor(), db(), name, 1, test::opts());
+        sqlock::semaphore holder(db(), name, 1, test::opts());
+        cancel_races(
+            t.io, [&](auto handler) { s.async_acquire(std::move(handler)); },
+            [&] { holder.acquire(); }, [&] { holder.release(); },
+            [&] { return semaphore_free_now(name, 1); });
+    }
+
+    TEST_CASE("async_semaphore: a permit's tokens increase across sync and async holders") {
+        io_thread t;
+        const auto name = unique_name("async-sem-fence");
+        sqlock::async_semaphore a(t.io.get_executor(), db(), name, 1, test::opts());
+        sqlock::semaphore s(db(), name, 1, test::opts());
+        std::int64_t last = 0;
+        for (int i = 0; i < 3; ++i) {
+            auto g = a.async_acquire(future_on(t.io)).get();
+            CHECK(g.token() > last);
+            last = g.token();
+            g.async_unlock(future_on(t.io)).get();
+            s.acquire();
+            CHECK(s.token() > last);
+            last = s.token();
+            s.release();
+        }
+    }
+
+    TEST_CASE("async_semaphore: a lost permit cancels the work run_while_held guards") {
+        if (!lease_strategy() && test::backend().kind != sqlock::backend_kind::postgresql)
+            return; // as for the mutex: released from outside only where that is possible
+        io_thread t;
+        const auto name = unique_name("async-sem-lost");
+        auto options = test::opts(900ms);
+        options.renew = true;
+        sqlock::async_semaphore s(t.io.get_executor(), db(), name, 1, options);
+        auto guard = s.async_acquire(future_on(t.io)).get();
+        REQUIRE(guard);
+        std::promise<fate> ended;
+        asio::post(t.io, [&] {
+            asio::co_spawn(t.io, sqlock::run_while_held(guard, long_work(), 100ms),
+                           [&](std::exception_ptr e) { ended.set_value(fate_of(e)); });
+        });
+        CHECK(db().force_release(name + "\x1fpermit 0", "async test").released);
+        CHECK(ended.get_future().get().message.find("was lost") != std::string::npos);
+        CHECK_FALSE(guard.owns_lock());
+        CHECK(guard.async_unlock(future_on(t.io)).get() != sqlock::loss_reason::none);
+    }
+
+    // --- async_shared_mutex ---------------------------------------------------------------------
+
+    TEST_CASE("async_shared_mutex: readers share, a writer excludes them, both time out") {
+        io_thread t;
+        const auto name = unique_name("async-rw");
+        sqlock::async_shared_mutex rw(t.io.get_executor(), db(), name, test::opts(), 3);
+        CHECK(rw.max_readers() == 3);
+        auto r1 = rw.async_lock_shared(future_on(t.io)).get();
+        auto r2 = rw.async_lock_shared(future_on(t.io)).get();
+        REQUIRE(r1);
+        REQUIRE(r2);
+        CHECK(r1.owns_lock());
+        CHECK(r2.owns_lock());
+        CHECK(r1.token() > 0);
+        CHECK_FALSE(rw.async_try_lock(future_on(t.io)).get());
+        CHECK_FALSE(rw.async_try_lock_for(300ms, future_on(t.io)).get());
+        auto writer = rw.async_lock(future_on(t.io));
+        r1.async_unlock(future_on(t.io)).get();
+        r2.async_unlock(future_on(t.io)).get();
+        auto w = writer.get();
+        REQUIRE(w);
+        CHECK(w.owns_lock());
+        CHECK(w.lease_end() > std::chrono::steady_clock::now());
+        sqlock::shared_mutex sync_reader(db(), name, test::opts(), 3);
+        CHECK_FALSE(sync_reader.try_lock_shared());
+        CHECK_FALSE(rw.async_try_lock_shared(future_on(t.io)).get());
+        CHECK_FALSE(rw.async_try_lock_shared_for(300ms, future_on(t.io)).get());
+        CHECK(w.async_unlock(future_on(t.io)).get() == sqlock::loss_reason::none);
+        CHECK(shared_free_now(name, 3));
+    }
+
+    TEST_CASE("async_shared_mutex: cancelled waits in either mode leave nothing held") {
+        io_thread t;
+        const auto name = unique_name("async-rw-cancel");
+        sqlock::async_shared_mutex rw(t.io.get_executor(), db(), name, test::opts(), 2);
+        sqlock::shared_mutex holder(db(), name, test::opts(), 2);
+        const auto is_free = [&] {
+            return shared_free_now(name, 2);
+        };
+        // A writer waiting for a reader to leave (it holds the gate and some permits meanwhile).
+        cancel_races(
+            t.io, [&](auto handler) { rw.async_lock(std::move(handler)); },
+            [&] { holder.lock_shared(); }, [&] { holder.unlock_shared(); }, is_free);
+        // A reader waiting for a writer.
+        cancel_races(
+            t.io, [&](auto handler) { rw.async_lock_shared(std::move(handler)); },
+            [&] { holder.lock(); }, [&] { holder.unlock(); }, is_free);
+    }
+
+    TEST_CASE("async_shared_mutex: a writer's token is above every earlier grant's, either mode") {
+        io_thread t;
+        const auto name = unique_name("async-rw-fence");
+        sqlock::async_shared_mutex a(t.io.get_executor(), db(), name, test::opts(), 2);
+        sqlock::shared_mutex s(db(), name, test::opts(), 2);
+        std::int64_t last = 0;
+        for (int i = 0; i < 3; ++i) {
+            auto reader = a.async_lock_shared(future_on(t.io)).get();
+            const auto read_token = reader.token();
+            reader.async_unlock(future_on(t.io)).get();
+            auto w = a.async_lock(future_on(t.io)).get();
+            CHECK(w.token() > last);
+            CHECK(w.token() > read_token);
+            last = w.token();
+            w.async_unlock(future_on(t.io)).get();
+            s.lock();
+            CHECK(s.token() > last);
+            last = s.token();
+            s.unlock();
+        }
+    }
+
+    TEST_CASE("async_shared_mutex: run_while_held stops a writer's work before a lease ends") {
+        io_thread t;
+        const auto name = unique_name("async-rw-lease");
+        sqlock::async_shared_mutex rw(t.io.get_executor(), db(), name, test::opts(1500ms), 2);
+        auto guard = rw.async_lock(future_on(t.io)).get();
+        REQUIRE(guard);
+        const auto end = guard.lease_end();
+        const auto how = fate_of(t.io, sqlock::run_while_held(guard, long_work(), 400ms));
+        const auto stopped = std::chrono::steady_clock::now();
+        CHECK(how.message.find("about to end") != std::string::npos);
+        CHECK(stopped < end);
+        CHECK(stopped >= end - 400ms);
+    }
+
+    TEST_CASE("async_shared_mutex: a reader whose permit is lost has its work cancelled") {
+        if (!lease_strategy() && test::backend().kind != sqlock::backend_kind::postgresql)
+            return;
+        io_thread t;
+        const auto name = unique_name("async-rw-lost");
+        auto options = test::opts(900ms);
+        options.renew = true;
+        sqlock::async_shared_mutex rw(t.io.get_executor(), db(), name, options, 1);
+        auto guard = rw.async_lock_shared(future_on(t.io)).get();
+        REQUIRE(guard);
+        std::promise<fate> ended;
+        asio::post(t.io, [&] {
+            asio::co_spawn(t.io, sqlock::run_while_held(guard, long_work(), 100ms),
+                           [&](std::exception_ptr e) { ended.set_value(fate_of(e)); });
+        });
+        CHECK(db().force_release(name + "\x1freader 0", "async test").released);
+        CHECK(ended.get_future().get().message.find("was lost") != std::string::npos);
+        CHECK_FALSE(guard.owns_lock());
+        CHECK(guard.async_unlock(future_on(t.io)).get() != sqlock::loss_reason::none);
+    }
+
+    // --- waiting costs no thread ----------------------------------------------------------------
+
+    TEST_CASE("10 000 coroutines on 100 names queue locally: each granted in turn, few threads") {
+        // Lease strategies (select_for_update pins a connection per holder by design).
+        if (!lease_strategy())
+            return;
+        constexpr std::size_t names = 100;
+        constexpr std::size_t per_name = 100;
+        const auto base = unique_name("async-many");
+        asio::io_context io;
+        std::vector<std::unique_ptr<sqlock::async_mutex>> locks;
+        for (std::size_t n = 0; n < names; ++n)
+            locks.push_back(std::make_unique<sqlock::async_mutex>(
+                io.get_executor(), db(), base + "-" + std::to_string(n), test::opts()));
+        struct per_name_state {
+            std::mutex mutex;
+            int inside = 0;
+            std::int64_t last_token = 0;
+        };
+        std::vector<per_name_state> state(names);
+        std::atomic<std::size_t> granted{0}, overlaps{0}, out_of_order{0};
+        for (std::size_t w = 0; w < names * per_name; ++w) {
+            const std::size_t n = w % names;
+            asio::co_spawn(
+                io,
+                [&, n]() -> asio::awaitable<void> {
+                    auto guard = co_await locks[n]->async_lock(asio::use_awaitable);
+                    {
+                        std::lock_guard lock(state[n].mutex);
+                        overlaps += state[n].inside++ != 0;
+                        out_of_order += guard.token() <= state[n].last_token;
+                        state[n].last_token = guard.token();
+                    }
+                    // Held across a suspension, so that an overlap would have time to show.
+                    co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+                    {
+                        std::lock_guard lock(state[n].mutex);
+                        --state[n].inside;
+                    }
+                    ++granted;
+                    co_await guard.async_unlock(asio::use_awaitable);
+                },
+                asio::detached);
+        }
+        const auto threads_before = thread_count();
+        const bool server = test::backend().kind != sqlock::backend_kind::sqlite;
+        std::atomic<bool> running{true};
+        std::size_t most_threads = 0, most_connections = 0;
+        std::thread watcher([&] {
+            while (running) {
+                most_threads = std::max(most_threads, thread_count());
+                if (server)
+                    most_connections =
+                        std::max(most_connections, test::server_client_ports(getpid()).size());
+                std::this_thread::sleep_for(20ms);
+            }
+        });
+        const auto start = std::chrono::steady_clock::now();
+        std::thread second([&] { io.run(); }); // two threads run the coroutines
+        io.run();
+        second.join();
+        const auto took = std::chrono::steady_clock::now() - start;
+        running = false;
+        watcher.join();
+        MESSAGE("10 000 waiters on 100 names: "
+                << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                << " ms; threads " << threads_before << " before, at most " << most_threads
+                << "; server connections at most " << most_connections);
+        CHECK(granted == names * per_name);
+        CHECK(overlaps == 0);
+        CHECK(out_of_order == 0);
+        // The watcher and the second io thread, the pool's acquire and release threads, its
+        // timer thread, and a few of sqlock's own (renewal, wake-ups): none per waiter.
+        CHECK(most_threads <= threads_before + 2 + 2 * sqlock::async_workers::default_size + 1 + 4);
+        if (server)
+            CHECK(most_connections <= names);
     }
 }

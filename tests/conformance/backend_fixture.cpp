@@ -254,9 +254,16 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
         env.push_back(e.data());
     env.push_back(nullptr);
 
+    // Returns only once the child has exec'd (or failed to): until then it is a copy of this
+    // process, with this process's server connections, which a test counting the child's
+    // connections would count (connection_budget, under load: a slow exec). The pipe's write
+    // end closes at the exec (O_CLOEXEC), so the read below ends there.
+    int exec_pipe[2];
+    REQUIRE(pipe2(exec_pipe, O_CLOEXEC) == 0);
     const pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+        close(exec_pipe[0]);
         setpgid(0, 0);
         if (!stdout_file.empty()) {
             const int fd = open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -269,9 +276,16 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
                 dup2(fd, 2);
         }
         execve(args[0], args.data(), env.data());
+        const char failed = 1;
+        [[maybe_unused]] const auto n = write(exec_pipe[1], &failed, 1);
         _exit(127);
     }
     setpgid(pid, pid);
+    close(exec_pipe[1]);
+    char byte = 0;
+    while (read(exec_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    close(exec_pipe[0]);
     return pid;
 }
 

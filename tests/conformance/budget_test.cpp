@@ -54,6 +54,23 @@ std::string describe_connections(pid_t pid) {
     return out;
 }
 
+/// What each thread of `pid` is doing now: its system call number (42: connect, 7: poll, 45:
+/// recvfrom on x86-64; "running" when on a CPU) and kernel wait channel. Read at once when a
+/// budget is exceeded, before the server is asked: an extra connection may be gone by then.
+std::string describe_threads(pid_t pid) {
+    std::string out;
+    const auto task = "/proc/" + std::to_string(pid) + "/task";
+    std::error_code ec;
+    for (const auto& t : std::filesystem::directory_iterator(task, ec)) {
+        std::string syscall, wchan;
+        std::getline(std::ifstream(t.path() / "syscall"), syscall);
+        std::getline(std::ifstream(t.path() / "wchan"), wchan);
+        out += "\n  thread " + t.path().filename().string() + ": syscall " +
+               syscall.substr(0, syscall.find(' ')) + ", wchan " + wchan;
+    }
+    return out;
+}
+
 /// The most connections `pid` had at any of the samples taken over `span` (every 20 ms);
 /// `seen` gets what they were doing at the first sample with the most.
 int peak_connections(pid_t pid, std::chrono::milliseconds span, std::string* seen = nullptr) {
@@ -61,8 +78,10 @@ int peak_connections(pid_t pid, std::chrono::milliseconds span, std::string* see
     const auto end = std::chrono::steady_clock::now() + span;
     while (std::chrono::steady_clock::now() < end) {
         const int now = server_connections(pid);
-        if (now > peak && seen)
-            *seen = describe_connections(pid);
+        if (now > peak && seen) {
+            *seen = describe_threads(pid);
+            *seen += describe_connections(pid);
+        }
         peak = std::max(peak, now);
         std::this_thread::sleep_for(20ms);
     }

@@ -4,6 +4,7 @@
 // under test ("quorum"), cut off through TCP relays ("quorum_server"), or one of each backend
 // ("quorum_mixed").
 #include "backend_fixture.hpp"
+#include "database/database_impl.hpp"
 #include "tcp_relay.hpp"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -57,6 +59,17 @@ void steal_row(sqlock::database& db, const std::string& name) {
     test::exec_sql(db, "UPDATE " + q + db.table_prefix() + "quorum" + q +
                            " SET owner = 'intruder', version = version + 1 WHERE name = '" + name +
                            "'");
+}
+
+/// How many audit rows of member `db` record a quorum force-release of `name` at `token`.
+std::int64_t audit_rows(sqlock::database& db, const std::string& name, std::int64_t token) {
+    const auto q =
+        db.backend() == sqlock::backend_kind::mysql ? std::string("`") : std::string("\"");
+    auto s = sqlock::detail::impl_of(db).checkout();
+    const auto r = s->query("SELECT COUNT(*) FROM " + q + db.table_prefix() + "audit" + q +
+                            " WHERE action = 'quorum_force_release' AND name = '" + name +
+                            "' AND old_token = " + std::to_string(token));
+    return std::stoll(r.rows.at(0).at(0).value_or("-1"));
 }
 
 /// A member URL where nothing answers: the backend's URL on a closed port, or for SQLite a file
@@ -229,6 +242,126 @@ TEST_SUITE("quorum") {
     }
 }
 
+TEST_SUITE("quorum") {
+    TEST_CASE("quorum_status shows who holds a quorum lock; quorum_force_release breaks it") {
+        auto members = members_on_this_server("qadmin");
+        const auto name = test::unique_name("quorum-admin");
+        sqlock::quorum_mutex a(members, name, qopts());
+        sqlock::quorum_mutex b(members, name, qopts());
+        REQUIRE(a.try_lock());
+        const auto token = a.token();
+
+        const auto seen = sqlock::quorum_status(members, name);
+        REQUIRE(seen.size() == 1);
+        CHECK(seen[0].name == name);
+        CHECK(seen[0].verdict == sqlock::quorum_verdict::held);
+        CHECK(seen[0].held_on == 3);
+        CHECK(seen[0].token == token);
+        CHECK(seen[0].pid == getpid());
+        REQUIRE(seen[0].members.size() == 3);
+        for (const auto& m : seen[0].members) {
+            CHECK(m.answered);
+            CHECK(m.live());
+            CHECK(m.token == token);
+            CHECK(m.owner == seen[0].owner);
+        }
+
+        const auto freed = sqlock::quorum_force_release(members, name, "quorum admin test");
+        CHECK(freed.released_on == 3);
+        CHECK(freed.answered == 3);
+        CHECK(freed.previous_owner == seen[0].owner);
+        CHECK(freed.previous_token == token);
+        CHECK(sqlock::quorum_status(members, name).at(0).verdict == sqlock::quorum_verdict::free);
+        for (auto& m : members) // recorded in each member's audit table
+            CHECK(audit_rows(m, name, token) == 1);
+        // The next grant's token is higher; the old holder learns of it when it gives back.
+        REQUIRE(b.try_lock());
+        CHECK(b.token() > token);
+        a.unlock();
+        CHECK(a.last_loss() == sqlock::loss_reason::lost);
+        CHECK(b.owns_lock()); // a's late release left b's rows alone
+        b.unlock();
+        CHECK(b.last_loss() == sqlock::loss_reason::none);
+        // Nothing held: nothing released. A bad name or too few members are refused.
+        CHECK_FALSE(sqlock::quorum_force_release(members, name, "again").released());
+        CHECK(test::error_of([&] { sqlock::quorum_force_release(members, "", "x"); }).code() ==
+              sqlock::errc::invalid_argument);
+        std::vector<sqlock::database> two(members.begin(), members.begin() + 2);
+        CHECK(test::error_of([&] { sqlock::quorum_status(two); }).code() ==
+              sqlock::errc::invalid_argument);
+    }
+
+    TEST_CASE("quorum_reseed raises a restored member's marks from the others") {
+        auto members = members_on_this_server("qreseed");
+        const auto name = test::unique_name("quorum-reseed");
+        std::int64_t token = 0;
+        {
+            sqlock::quorum_mutex a(members, name, qopts());
+            REQUIRE(a.try_lock());
+            token = a.token();
+            a.unlock();
+        }
+        // Member 0 comes back from a backup taken before the name was first used.
+        const auto q = members[0].backend() == sqlock::backend_kind::mysql ? std::string("`")
+                                                                           : std::string("\"");
+        test::exec_sql(members[0], "DELETE FROM " + q + members[0].table_prefix() + "quorum" + q +
+                                       " WHERE name = '" + name + "'");
+        const auto r = sqlock::quorum_reseed(members, 0);
+        CHECK(r.answered == 2);
+        CHECK(r.names == 1);
+        CHECK(r.raised == 1);
+        const auto seen = sqlock::quorum_status(members, name).at(0);
+        CHECK(seen.members.at(0).token == token);
+        CHECK(seen.members.at(0).owner.empty());
+        CHECK(sqlock::quorum_reseed(members, 0).raised == 0); // marks are never lowered or redone
+        sqlock::quorum_mutex b(members, name, qopts());
+        REQUIRE(b.try_lock());
+        CHECK(b.token() > token);
+        b.unlock();
+        CHECK(test::error_of([&] { sqlock::quorum_reseed(members, 3); }).code() ==
+              sqlock::errc::invalid_argument);
+    }
+
+    TEST_CASE("quorum_reseed changes nothing unless enough other members answer") {
+        test::db(); // the backend's own tables, migrated
+        const auto second = "sqlite://" + test::backend().scratch_dir + "/quorum-reseed-" +
+                            std::to_string(getpid()) + ".db";
+        sqlock::connect(second).migrate();
+        const std::vector<std::string> urls = {test::backend().url, second, unreachable_member()};
+        const auto e = test::error_of([&] { sqlock::quorum_reseed(urls, 0); });
+        CHECK(e.code() == sqlock::errc::connection);
+        CHECK(std::string(e.what()).find("1 of the 2 other members answered") != std::string::npos);
+    }
+
+    TEST_CASE("quorum_status shows a member that does not answer, and still decides") {
+        test::db(); // the backend's own tables, migrated
+        const auto second = "sqlite://" + test::backend().scratch_dir + "/quorum-status-" +
+                            std::to_string(getpid()) + ".db";
+        sqlock::connect(second).migrate();
+        const std::vector<std::string> urls = {test::backend().url, second, unreachable_member()};
+        const auto name = test::unique_name("quorum-status");
+        sqlock::quorum_mutex a(urls, name, qopts());
+        REQUIRE(a.try_lock_for(5s));
+        const auto seen = sqlock::quorum_status(urls, name);
+        REQUIRE(seen.size() == 1);
+        CHECK(seen[0].verdict == sqlock::quorum_verdict::held);
+        CHECK(seen[0].held_on == 2);
+        CHECK_FALSE(seen[0].members.at(2).answered);
+        CHECK_FALSE(seen[0].members.at(2).error.empty());
+        a.unlock();
+        CHECK(sqlock::quorum_status(urls, name).at(0).verdict == sqlock::quorum_verdict::free);
+        // With two of three silent, nobody can tell: undecided, and a release says too few
+        // members answered.
+        const std::vector<std::string> minority = {test::backend().url, unreachable_member(),
+                                                   "sqlite:///nonexistent-quorum-dir/other.db"};
+        CHECK(sqlock::quorum_status(minority, name).at(0).verdict ==
+              sqlock::quorum_verdict::undecided);
+        const auto r = sqlock::quorum_force_release(minority, name, "x");
+        CHECK(r.answered == 1);
+        CHECK_FALSE(r.released());
+    }
+}
+
 TEST_SUITE("quorum_server") {
     TEST_CASE("with one member cut off, quorum locks are still granted and released; it rejoins") {
         std::vector<std::unique_ptr<test::tcp_relay>> relays;
@@ -354,9 +487,65 @@ TEST_SUITE("quorum_mixed") {
         CHECK(tokens.size() == 4);
         CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) ==
               tokens.end());
-        // Several --url are for run and migrate only; a quorum needs three.
+        // A quorum needs three --url.
         const pid_t two =
             test::spawn({test::cli_path(), "run", name, "--url", pg, "--url", my, "--", "true"});
         CHECK(test::wait_exit(two) == 64);
+    }
+}
+
+TEST_SUITE("quorum_mixed") {
+    TEST_CASE("sqlock status and release --force with three --url see and break a quorum lock") {
+        const char* pg = std::getenv("SQLOCK_TEST_POSTGRES_URL");
+        const char* my = std::getenv("SQLOCK_TEST_MYSQL_URL");
+        REQUIRE_MESSAGE(pg, "SQLOCK_TEST_POSTGRES_URL is not set (tools/testdb.sh run)");
+        REQUIRE_MESSAGE(my, "SQLOCK_TEST_MYSQL_URL is not set (tools/testdb.sh run)");
+        const auto name = test::unique_name("quorum-cli-admin");
+        const auto dir = test::backend().scratch_dir + "/" + name;
+        std::filesystem::create_directories(dir);
+        const std::string lite = "sqlite://" + dir + "/member.db";
+        const std::vector<std::string> urls = {"--url", pg, "--url", my, "--url", lite};
+        const std::string sqlock_cli = test::cli_path();
+        const auto cli = [&](const std::vector<std::string>& args, const std::string& out = {}) {
+            std::vector<std::string> argv{sqlock_cli};
+            argv.insert(argv.end(), args.begin(), args.end());
+            argv.insert(argv.end(), urls.begin(), urls.end());
+            return test::wait_exit(test::spawn(argv, {}, out));
+        };
+        REQUIRE(cli({"migrate"}) == 0);
+        // A holder that renews (TTL 3 s: every second) and runs until it is stopped.
+        const pid_t holder = test::spawn({test::cli_path(), "run", name, "--url", pg, "--url", my,
+                                          "--url", lite, "--ttl", "3s", "--", "/bin/sh", "-c",
+                                          "touch '" + dir + "/held'; exec sleep 60"});
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(dir + "/held"); }, 15s));
+
+        REQUIRE(cli({"status", "--json", "--name", name}, dir + "/status.json") == 0);
+        const auto status = test::parse_json(test::read_file(dir + "/status.json"));
+        REQUIRE(status.size() == 1);
+        CHECK(status[0]["state"] == "held");
+        CHECK(status[0]["held_on"] == 3);
+        CHECK(status[0]["pid"] == holder);
+        CHECK(status[0]["members"].size() == 3);
+        const auto token = status[0]["token"].get<std::int64_t>();
+
+        // Broken on every member; the holder learns at its next renewal and stops its command.
+        CHECK(cli({"release", name, "--force", "--json"}, dir + "/release.json") == 0);
+        const auto freed = test::parse_json(test::read_file(dir + "/release.json"));
+        CHECK(freed["released_on"] == 3);
+        CHECK(freed["previous_token"] == token);
+        CHECK(test::wait_exit(holder) == 76);
+        // Nothing left to release (exit 1); status says free.
+        CHECK(cli({"release", "--force", name}) == 1);
+        REQUIRE(cli({"status", "--json", "--name", name}, dir + "/after.json") == 0);
+        CHECK(test::parse_json(test::read_file(dir + "/after.json"))[0]["state"] == "free");
+        // A member restored from a backup is re-seeded from the others (by position or URL).
+        REQUIRE(cli({"reseed", "3", "--json"}, dir + "/reseed.json") == 0);
+        const auto reseeded = test::parse_json(test::read_file(dir + "/reseed.json"));
+        CHECK(reseeded["answered"] == 2);
+        CHECK(reseeded["names"].get<std::int64_t>() >= 1);
+        CHECK(cli({"reseed", "4"}) == 64);
+        // Options that mean nothing for a quorum are refused.
+        CHECK(cli({"status", "--prometheus"}) == 64);
+        CHECK(cli({"release", name, "--force", "--permit", "1"}) == 64);
     }
 }

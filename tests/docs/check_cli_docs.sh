@@ -170,7 +170,7 @@ expect() { # expect LINE CANDIDATE...: exactly these candidates
 # shellcheck disable=SC2086
 expect "sqlock " $commands
 expect "sqlock st" status
-expect "sqlock re" reap release
+expect "sqlock re" reap release reseed
 expect "sqlock --url sqlite:///tmp/x.db --connect-timeout 2s mi" migrate
 expect "sqlock --url postgresql://app:pw@db:5432/app?sslmode=require st" status
 expect "sqlock run job --strategy " unique_key select_for_update optimistic_version

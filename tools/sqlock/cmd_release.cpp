@@ -107,6 +107,11 @@ int cmd_release(const options& o) {
                           "loses it; its fenced writes will be refused)");
     if (a.actor.empty())
         a.actor = default_actor();
+    if (o.urls.size() > 1) {
+        if (a.permit)
+            throw usage_error("release: --permit is for semaphores; a quorum lock has none");
+        return cmd_release_quorum(o, a.name, a.actor, a.json);
+    }
     auto db = open(o);
     const auto r = db.force_release(row_name, a.actor);
     print_release(db, a, row_name, r);

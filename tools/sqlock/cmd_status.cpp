@@ -475,6 +475,8 @@ void print_status_jobs(sqlock::database& db, const options& o, const status_args
 } // namespace
 
 int cmd_status(const options& o) {
+    if (o.urls.size() > 1)
+        return cmd_status_quorum(o);
     const auto s = parse_status_args(o);
     auto db = open(o);
     if (s.jobs_only)

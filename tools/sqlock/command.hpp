@@ -117,6 +117,20 @@ int cmd_run(const options& o);
 /// Takes no lock; exit_ok.
 int cmd_status(const options& o);
 
+/// `status` / `list` with several --url: what the members of a quorum say of each quorum lock
+/// (sqlock::quorum_status), as text or --json, filtered by --name GLOB. exit_ok.
+int cmd_status_quorum(const options& o);
+
+/// `release NAME --force` with several --url: frees lock NAME on every quorum member that
+/// answers (sqlock::quorum_force_release). exit_ok when released, exit_not_found when no
+/// answering member held it, exit_unavailable when fewer than a majority answered.
+int cmd_release_quorum(const options& o, const std::string& name, const std::string& actor,
+                       bool json);
+
+/// `reseed MEMBER` with three or more --url: raises a restored quorum member's marks from the
+/// other members (sqlock::quorum_reseed). exit_ok; exit_unavailable when too few answered.
+int cmd_reseed(const options& o);
+
 /// `reap`: deletes expired lock rows and old run-ledger rows in batches (--dry-run: counts
 /// them); prints what it did, as text or --json. exit_ok.
 int cmd_reap(const options& o);

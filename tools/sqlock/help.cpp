@@ -20,6 +20,7 @@ commands:
   reap      delete expired lock rows in small batches (for cron / systemd timers)
   release   break-glass: release someone else's lock (--force)
   leader    who leads election NAME (sqlock::leader_election): id, term, lease (--json)
+  reseed    quorum locks: raise a restored member's marks from the other members
 
 global options (before or after COMMAND):
   --url URL            database URL; default: $SQLOCK_URL
@@ -192,6 +193,12 @@ clock step in the last 24 hours (connect_options::clock_step_threshold), and by 
                 last_duration_ms, last_success_started_ms, last_success_age_ms (null: never),
                 slot_done, overdue (bools), running_since_ms (null: none), succeeded, failed,
                 lost, abandoned, skipped, now_ms (times: ms since 1970 UTC, database clock)
+With three or more --url (a quorum lock's members): each quorum lock and what every member says
+of it: held (one owner's lease live on a majority), free (a majority answered, none holds it)
+or undecided (too few answered, or they differ), the highest token, and per member its holder,
+token and lease, or why it did not answer. Takes --name GLOB and --json only; --json: an array
+of {name, primitive ("quorum_mutex"), state, owner, host, pid, held_on, token, members: [{url,
+answered, error, token, owner, host, pid, acquired_at, expires_in_ms, live}]}.
 )";
 
 const char* const reap_help =
@@ -242,6 +249,25 @@ row) is left alone: "nothing to release", exit 1, no token moved, nothing record
 whose lease expired (not taken over) still holds it and is released as above.
   --json   {"name", "permit" (null without --permit), "released", "strategy", "previous_owner",
             "previous_token", "new_token", "sessions_ended", "actor"}
+With three or more --url (a quorum lock's members): the holder's row is freed on every member
+that answers, each recorded in that member's audit table; the holder is told at its next
+renewal (a `run` stops its command, exit 76). Tokens stay: the next grant's is higher anyway.
+Exit 0 released, 1 nothing held on the members that answered, 69 fewer than a majority
+answered (the lock may still be held on the others). --json: {"name", "released",
+"released_on", "answered", "members", "previous_owner", "previous_token", "actor"}.
+)";
+
+const char* const reseed_help =
+    R"(usage: sqlock --url A --url B --url C reseed MEMBER [--json]
+
+For a quorum lock's members (three or more --url; the guide "Quorum locks"): MEMBER (its URL as
+given, or its position 1..N) was restored from a backup, or its server lost commits, so its
+marks (the highest token it accepted per name) may have gone back. Raises each of its marks to
+the highest token the other members accepted, creating the names it lacks and freeing its rows;
+never lowers a mark. Run it before MEMBER rejoins (before its clients may reach it again): a
+grant that reaches it earlier may repeat a token. Needs N - majority + 1 of the other members
+to answer (both of them with three members), else exits 69 and changes nothing.
+  --json   {"member", "names", "raised", "answered"}
 )";
 
 } // namespace sqlock::cli

@@ -21,5 +21,7 @@ extern const char* const reap_help;
 extern const char* const leader_help;
 /// `sqlock release --help`.
 extern const char* const release_help;
+/// `sqlock reseed --help`.
+extern const char* const reseed_help;
 
 } // namespace sqlock::cli

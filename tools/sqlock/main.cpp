@@ -144,6 +144,12 @@ int exit_code_for(const sqlock::error& e) {
     }
 }
 
+/// Commands that take several --url: the members of a quorum lock.
+bool takes_quorum(const std::string& command) {
+    return command == "run" || command == "migrate" || command == "status" || command == "list" ||
+           command == "release" || command == "reseed";
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -161,7 +167,7 @@ int main(int argc, char** argv) {
                 {"list", {cmd_status, list_help}},        {"status", {cmd_status, list_help}},
                 {"reap", {cmd_reap, reap_help}},          {"release", {cmd_release, release_help}},
                 {"history", {cmd_history, history_help}}, {"check", {cmd_check, check_help}},
-                {"leader", {cmd_leader, leader_help}}};
+                {"leader", {cmd_leader, leader_help}},    {"reseed", {cmd_reseed, reseed_help}}};
         if (o.command == "--version") {
             std::cout << "sqlock " << SQLOCK_VERSION_STRING << "\n";
             return exit_ok;
@@ -184,9 +190,10 @@ int main(int argc, char** argv) {
             }
             throw usage_error(o.args_error);
         }
-        if (o.urls.size() > 1 && o.command != "run" && o.command != "migrate")
-            throw usage_error(o.command + " takes one --url (several are the members of a quorum "
-                                          "lock: for run and migrate)");
+        if (o.urls.size() > 1 && !takes_quorum(o.command))
+            throw usage_error(o.command +
+                              " takes one --url (several are the members of a quorum "
+                              "lock: for run, status, list, release, reseed and migrate)");
         return it->second.first(o);
     } catch (const usage_error& e) {
         std::cerr << "sqlock: " << e.what() << "\n(see sqlock --help)\n";

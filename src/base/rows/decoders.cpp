@@ -142,6 +142,19 @@ quorum_row quorum_row::decode(const row& r) {
             .ttl_ms = c.integer("ttl_ms")};
 }
 
+quorum_listing_row quorum_listing_row::decode(const row& r) {
+    const cells<quorum_listing_row> c(r);
+    return {.name = c.text("name"),
+            .token = c.integer("token"),
+            .owner = c.text("owner"),
+            .host = c.text("host"),
+            .pid = c.integer("pid"),
+            .ttl_ms = c.integer("ttl_ms"),
+            .version = c.integer("version"),
+            .acquired_at = c.text("acquired_at"),
+            .expires_in_ms = c.nullable_integer("expires_in_ms")};
+}
+
 held_name_row held_name_row::decode(const row& r) {
     const cells<held_name_row> c(r);
     return {.name = c.text("name")};
