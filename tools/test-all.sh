@@ -120,6 +120,7 @@ packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev li
           abigail-tools  # abidw/abidiff: the capi.abi test (libsqlock-c against its baseline)
           python3-dev python3-pytest python3-psycopg2 python3-pymysql  # the Python package:
                          # its extension, its pytest suite, the fenced writes of its tests
+          mypy           # mypy: python.types checks the package's type stubs (mypy, stubtest)
           lintian)       # lintian: the Debian packages are checked
 install_missing() {
     local p missing=()

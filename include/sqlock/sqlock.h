@@ -105,8 +105,8 @@
 /** ABI major version: the number in the library's SONAME (libsqlock-c.so.1). */
 #define SQLOCK_C_API_VERSION_MAJOR 1
 /** API minor version: raised when functions or fields are added. */
-#define SQLOCK_C_API_VERSION_MINOR 0
-/** The version this header describes: major * 1000 + minor (1000 for 1.0). */
+#define SQLOCK_C_API_VERSION_MINOR 1
+/** The version this header describes: major * 1000 + minor (1001 for 1.1). */
 #define SQLOCK_C_API_VERSION (SQLOCK_C_API_VERSION_MAJOR * 1000 + SQLOCK_C_API_VERSION_MINOR)
 
 /** timeout_ms of a wait that blocks until granted (or cancelled). */
@@ -257,6 +257,82 @@ SQLOCK_API int sqlock_db_reap(sqlock_db* db, int64_t* deleted, sqlock_error** er
 SQLOCK_API int sqlock_db_fencing_condition(sqlock_db* db, const char* name_placeholder,
                                            const char* token_placeholder, char** out,
                                            sqlock_error** err);
+/** @} */
+
+/* ---------------------------------------------------------------------------------------- */
+/** @name Status: who holds what (since 1.1) */
+/** @{ */
+
+/** A snapshot of lock rows, read by sqlock_db_status() (what `sqlock status` shows). Owned by
+ *  the caller: free it with sqlock_status_free(). Read-only, so any number of threads may
+ *  read one at once. */
+typedef struct sqlock_status sqlock_status;
+
+/** One lock row of a ::sqlock_status (the C++ sqlock::lock_info). Times are the database's
+ *  clock. Strings are never NULL ("" when absent) and stay valid until the snapshot is
+ *  freed. The caller sets struct_size; the library writes no further. */
+typedef struct sqlock_lock_info {
+    size_t struct_size;    /**< set by the caller to sizeof(sqlock_lock_info) */
+    const char* name;      /**< the name the application gave (a semaphore's own name) */
+    const char* primitive; /**< "mutex", "semaphore" or "shared_mutex" */
+    /** "" for a mutex; a semaphore's "permit K" or "permit queue"; a shared mutex's
+     *  "reader K", "reader queue" or "writer" (one primitive may have several rows). */
+    const char* role;
+    const char* strategy; /**< "unique_key", "select_for_update" or "optimistic_version" */
+    /** 1: held right now (a live lease, or a locked select_for_update row); 0: free; -1:
+     *  unknown (select_for_update on a MariaDB server that hides row-lock holders). */
+    int held;
+    /** The holder's owner id "host:pid:nonce/handle", or "" when the row has none. A
+     *  select_for_update holder is named as the server knows it: "host:pid" on SQLite,
+     *  "connection N" on MariaDB (host is "" there, pid is known). A lease
+     *  whose time ran out without a release keeps its last holder here (held is 0). */
+    const char* owner;
+    const char* host; /**< the holder's host name, or "" */
+    int64_t pid;      /**< the holder's process id, or 0 */
+    /** Lease strategies: the fencing token of the current grant while held, else of the last
+     *  one; 0 for select_for_update rows (their tokens are not stored in the row). */
+    int64_t token;
+    int64_t hold_count; /**< the holder's re-entrant hold count (1 when free) */
+    /** 1 when the row is a lease with an owner: expires_in_ms and expires_at mean something. */
+    int has_lease;
+    /** Lease time remaining (expires_at minus the database's now); negative once expired. */
+    int64_t expires_in_ms;
+    int64_t held_for_ms;     /**< how long the current holder has held it; 0 when not held */
+    const char* acquired_at; /**< UTC "YYYY-MM-DD HH:MM:SS.ffffff", or "" */
+    const char* expires_at;  /**< UTC, same format, or "" */
+    /** 1: the server does not show who waits for this lock (waiter_count is 0 regardless). */
+    int waiters_hidden;
+    /** Callers the database shows waiting for this lock; read them with
+     *  sqlock_status_waiter(). */
+    int64_t waiter_count;
+} sqlock_lock_info;
+
+/** A caller waiting for a lock (the C++ sqlock::lock_waiter). As ::sqlock_lock_info: the
+ *  caller sets struct_size, strings live as long as the snapshot. */
+typedef struct sqlock_waiter_info {
+    size_t struct_size;    /**< set by the caller to sizeof(sqlock_waiter_info) */
+    const char* who;       /**< the waiting session, as the server names it */
+    int64_t waited_for_ms; /**< how long it has waited so far; -1 where the backend cannot tell */
+    int64_t position;      /**< its place in line (1: next) where the server keeps one, else 0 */
+} sqlock_waiter_info;
+
+/** Reads the lock table (one query, plus the server's view of waiters) into a new snapshot
+ *  in *out, ordered by name; @p name (may be NULL: every row) keeps only the rows of the
+ *  primitive of that name (a semaphore's permits and queue, a shared mutex's readers,
+ *  writer and queue). Thread-safe. */
+SQLOCK_API int sqlock_db_status(sqlock_db* db, const char* name, sqlock_status** out,
+                                sqlock_error** err);
+/** The number of rows in the snapshot (0 for NULL). */
+SQLOCK_API size_t sqlock_status_count(const sqlock_status* status);
+/** Row @p index (0 to count - 1) into *info, whose struct_size the caller sets. An index out
+ *  of range is ::SQLOCK_E_INVALID_ARGUMENT. */
+SQLOCK_API int sqlock_status_lock(const sqlock_status* status, size_t index, sqlock_lock_info* info,
+                                  sqlock_error** err);
+/** Waiter @p waiter (0: first in line; to waiter_count - 1) of row @p index into *info. */
+SQLOCK_API int sqlock_status_waiter(const sqlock_status* status, size_t index, size_t waiter,
+                                    sqlock_waiter_info* info, sqlock_error** err);
+/** Frees a snapshot (its strings go with it). NULL: nothing. */
+SQLOCK_API void sqlock_status_free(sqlock_status* status);
 /** @} */
 
 /* ---------------------------------------------------------------------------------------- */
@@ -566,6 +642,50 @@ SQLOCK_API void sqlock_job_close(sqlock_job* job);
  *  outcome, not an error. Fails when the database cannot be used. One thread at a time. */
 SQLOCK_API int sqlock_job_run(sqlock_job* job, sqlock_job_fn fn, void* user,
                               sqlock_job_result* result, sqlock_error** err);
+/** The run ledger of a job: its recorded attempts, read by sqlock_db_job_history() (since
+ *  1.1). Owned by the caller: free it with sqlock_job_history_free(). */
+typedef struct sqlock_job_history sqlock_job_history;
+
+/** One attempt in a job's ledger (the C++ sqlock::job_run_info). Times are ms since 1970 UTC
+ *  on the database clock. Strings are never NULL and stay valid until the ledger is freed.
+ *  The caller sets struct_size; the library writes no further. */
+typedef struct sqlock_job_run_info {
+    size_t struct_size; /**< set by the caller to sizeof(sqlock_job_run_info) */
+    const char* name;   /**< the job name */
+    /** The slot key it ran for: the UTC time of the slot's opening firing
+     *  ("2026-11-22T03:00:00.000Z") under a period, else the caller-named key. */
+    const char* slot;
+    int64_t token;       /**< the attempt's fencing token (unique per job name) */
+    const char* owner;   /**< the runner's owner id host:pid:nonce/handle */
+    const char* host;    /**< the runner's host name */
+    int64_t pid;         /**< the runner's process id */
+    int64_t period_ms;   /**< the period it was fired with (0: a caller-named slot) */
+    int64_t started_ms;  /**< when the attempt was recorded as started */
+    int64_t ended_ms;    /**< when it ended; 0 while running */
+    int64_t duration_ms; /**< how long it ran; -1 while running */
+    /** "running", "succeeded", "failed", "lost" or "abandoned". */
+    const char* outcome;
+    int has_exit_status; /**< 1: exit_status is what the job returned */
+    int exit_status;     /**< the job's status (0: success); see has_exit_status */
+    int signal;          /**< the signal that killed a run (`sqlock run`), or 0 */
+    /** The job's message, or what happened (lost, abandoned): printable ASCII, at most 1000
+     *  bytes. */
+    const char* message;
+} sqlock_job_run_info;
+
+/** Reads the newest @p limit (at least 1) attempts of job @p name from the ledger, newest
+ *  first, into a new ledger in *out (no job of that name: an empty one). Needs no
+ *  sqlock_job handle: any process may read any job's ledger. Thread-safe. */
+SQLOCK_API int sqlock_db_job_history(sqlock_db* db, const char* name, size_t limit,
+                                     sqlock_job_history** out, sqlock_error** err);
+/** The number of attempts in the ledger (0 for NULL). */
+SQLOCK_API size_t sqlock_job_history_count(const sqlock_job_history* history);
+/** Attempt @p index (0: the newest) into *info, whose struct_size the caller sets. An index
+ *  out of range is ::SQLOCK_E_INVALID_ARGUMENT. */
+SQLOCK_API int sqlock_job_history_run(const sqlock_job_history* history, size_t index,
+                                      sqlock_job_run_info* info, sqlock_error** err);
+/** Frees a ledger (its strings go with it). NULL: nothing. */
+SQLOCK_API void sqlock_job_history_free(sqlock_job_history* history);
 /** @} */
 
 #ifdef __cplusplus

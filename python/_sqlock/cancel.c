@@ -39,9 +39,9 @@ static PyObject* cancel_reset(cancel_object* self, PyObject* unused) {
 }
 
 static PyMethodDef cancel_methods[] = {
-    {"request", (PyCFunction)cancel_request, METH_NOARGS, "request() -> None"},
-    {"requested", (PyCFunction)cancel_requested, METH_NOARGS, "requested() -> bool"},
-    {"reset", (PyCFunction)cancel_reset, METH_NOARGS, "reset() -> None"},
+    {"request", (PyCFunction)cancel_request, METH_NOARGS, "request($self, /)\n--\n\n-> None"},
+    {"requested", (PyCFunction)cancel_requested, METH_NOARGS, "requested($self, /)\n--\n\n-> bool"},
+    {"reset", (PyCFunction)cancel_reset, METH_NOARGS, "reset($self, /)\n--\n\n-> None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -98,6 +98,144 @@ static PyObject* database_fencing_condition(database_object* self, PyObject* arg
     return result;
 }
 
+/* A dict per waiter of row @p index, or None when the server hides waiters. */
+static PyObject* waiters_of(const sqlock_status* status, size_t index,
+                            const sqlock_lock_info* row) {
+    if (row->waiters_hidden)
+        Py_RETURN_NONE;
+    PyObject* list = PyList_New(0);
+    for (size_t i = 0; list && i < (size_t)row->waiter_count; ++i) {
+        sqlock_waiter_info w;
+        w.struct_size = sizeof w;
+        sqlock_error* err = NULL;
+        const int rc = sqlock_status_waiter(status, index, i, &w, &err);
+        if (rc != SQLOCK_OK) {
+            Py_DECREF(list);
+            return raise_sqlock(rc, err);
+        }
+        PyObject* item =
+            Py_BuildValue("{s:s,s:L,s:L}", "who", w.who, "waited_for_ms",
+                          (long long)w.waited_for_ms, "position", (long long)w.position);
+        if (!item || PyList_Append(list, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return list;
+}
+
+/* One row of a snapshot as a dict (keys: the sqlock_lock_info fields; held None: unknown). */
+static PyObject* lock_row(const sqlock_status* status, size_t index) {
+    sqlock_lock_info r;
+    r.struct_size = sizeof r;
+    sqlock_error* err = NULL;
+    const int rc = sqlock_status_lock(status, index, &r, &err);
+    if (rc != SQLOCK_OK)
+        return raise_sqlock(rc, err);
+    PyObject* waiters = waiters_of(status, index, &r);
+    if (!waiters)
+        return NULL;
+    PyObject* held = r.held < 0 ? Py_None : PyBool_FromLong(r.held);
+    if (held == Py_None)
+        Py_INCREF(held);
+    PyObject* row = Py_BuildValue(
+        "{s:s,s:s,s:s,s:s,s:N,s:s,s:s,s:L,s:L,s:L,s:O,s:L,s:L,s:s,s:s,s:N}", "name", r.name,
+        "primitive", r.primitive, "role", r.role, "strategy", r.strategy, "held", held, "owner",
+        r.owner, "host", r.host, "pid", (long long)r.pid, "token", (long long)r.token, "hold_count",
+        (long long)r.hold_count, "has_lease", r.has_lease ? Py_True : Py_False, "expires_in_ms",
+        (long long)r.expires_in_ms, "held_for_ms", (long long)r.held_for_ms, "acquired_at",
+        r.acquired_at, "expires_at", r.expires_at, "waiters", waiters);
+    return row;
+}
+
+static PyObject* database_status(database_object* self, PyObject* args) {
+    const char* name = NULL;
+    if (!PyArg_ParseTuple(args, "z", &name))
+        return NULL;
+    sqlock_db* db = open_db(self);
+    if (!db)
+        return NULL;
+    sqlock_error* err = NULL;
+    sqlock_status* status = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = sqlock_db_status(db, name, &status, &err);
+    Py_END_ALLOW_THREADS if (rc != SQLOCK_OK) return raise_sqlock(rc, err);
+    const size_t n = sqlock_status_count(status);
+    PyObject* list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; ++i) {
+        PyObject* row = lock_row(status, i);
+        if (!row) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, row);
+    }
+    sqlock_status_free(status);
+    return list;
+}
+
+/* One attempt of a ledger as a dict (ended_ms, duration_ms and exit_status None while
+ * running or unknown, signal None when there was none). */
+static PyObject* job_run_row(const sqlock_job_history* history, size_t index) {
+    sqlock_job_run_info r;
+    r.struct_size = sizeof r;
+    sqlock_error* err = NULL;
+    const int rc = sqlock_job_history_run(history, index, &r, &err);
+    if (rc != SQLOCK_OK)
+        return raise_sqlock(rc, err);
+    PyObject* ended = r.ended_ms > 0 ? PyLong_FromLongLong(r.ended_ms) : Py_NewRef(Py_None);
+    PyObject* duration =
+        r.duration_ms >= 0 ? PyLong_FromLongLong(r.duration_ms) : Py_NewRef(Py_None);
+    PyObject* status = r.has_exit_status ? PyLong_FromLong(r.exit_status) : Py_NewRef(Py_None);
+    PyObject* signal = r.signal ? PyLong_FromLong(r.signal) : Py_NewRef(Py_None);
+    if (!ended || !duration || !status || !signal) {
+        Py_XDECREF(ended);
+        Py_XDECREF(duration);
+        Py_XDECREF(status);
+        Py_XDECREF(signal);
+        return NULL;
+    }
+    return Py_BuildValue("{s:s,s:s,s:L,s:s,s:s,s:L,s:L,s:L,s:N,s:N,s:s,s:N,s:N,s:s}", "name",
+                         r.name, "slot", r.slot, "token", (long long)r.token, "owner", r.owner,
+                         "host", r.host, "pid", (long long)r.pid, "period_ms",
+                         (long long)r.period_ms, "started_ms", (long long)r.started_ms, "ended_ms",
+                         ended, "duration_ms", duration, "outcome", r.outcome, "exit_status",
+                         status, "signal", signal, "message", r.message);
+}
+
+static PyObject* database_job_history(database_object* self, PyObject* args) {
+    const char* name;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "sn", &name, &limit))
+        return NULL;
+    if (limit < 1) {
+        PyErr_SetString(PyExc_ValueError, "limit must be at least 1");
+        return NULL;
+    }
+    sqlock_db* db = open_db(self);
+    if (!db)
+        return NULL;
+    sqlock_error* err = NULL;
+    sqlock_job_history* history = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = sqlock_db_job_history(db, name, (size_t)limit, &history, &err);
+    Py_END_ALLOW_THREADS if (rc != SQLOCK_OK) return raise_sqlock(rc, err);
+    const size_t n = sqlock_job_history_count(history);
+    PyObject* list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; ++i) {
+        PyObject* row = job_run_row(history, i);
+        if (!row) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, row);
+    }
+    sqlock_job_history_free(history);
+    return list;
+}
+
 static PyObject* database_backend(database_object* self, PyObject* unused) {
     (void)unused;
     sqlock_db* db = open_db(self);
@@ -118,14 +256,19 @@ static PyObject* database_forget(database_object* self, PyObject* unused) {
 }
 
 static PyMethodDef database_methods[] = {
-    {"migrate", (PyCFunction)database_migrate, METH_NOARGS, "migrate() -> None"},
-    {"reap", (PyCFunction)database_reap, METH_NOARGS, "reap() -> int"},
+    {"migrate", (PyCFunction)database_migrate, METH_NOARGS, "migrate($self, /)\n--\n\n-> None"},
+    {"reap", (PyCFunction)database_reap, METH_NOARGS, "reap($self, /)\n--\n\n-> int"},
     {"fencing_condition", (PyCFunction)database_fencing_condition, METH_VARARGS,
-     "fencing_condition(name_placeholder, token_placeholder) -> str"},
-    {"backend", (PyCFunction)database_backend, METH_NOARGS, "backend() -> str"},
-    {"close", (PyCFunction)database_close, METH_NOARGS, "close() -> None"},
+     "fencing_condition($self, name_placeholder, token_placeholder, /)\n--\n\n-> str"},
+    {"status", (PyCFunction)database_status, METH_VARARGS,
+     "status($self, name, /)\n--\n\n-> list[dict]: the lock rows (of one primitive's name)"},
+    {"job_history", (PyCFunction)database_job_history, METH_VARARGS,
+     "job_history($self, name, limit, /)\n--\n\n-> list[dict]: a job's newest attempts, newest "
+     "first"},
+    {"backend", (PyCFunction)database_backend, METH_NOARGS, "backend($self, /)\n--\n\n-> str"},
+    {"close", (PyCFunction)database_close, METH_NOARGS, "close($self, /)\n--\n\n-> None"},
     {"forget", (PyCFunction)database_forget, METH_NOARGS,
-     "forget() -> None: drop the handle without closing it (a child after fork())"},
+     "forget($self, /)\n--\n\n-> None: drop the handle without closing it (a child after fork())"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -59,9 +59,9 @@ static PyGetSetDef context_getset[] = {
 
 static PyMethodDef context_methods[] = {
     {"stop_requested", (PyCFunction)context_stop_requested, METH_NOARGS,
-     "stop_requested() -> bool: True once the job's lock was lost: stop the work"},
+     "stop_requested($self, /)\n--\n\n-> bool: True once the job's lock was lost: stop the work"},
     {"set_message", (PyCFunction)context_set_message, METH_VARARGS,
-     "set_message(text): the message recorded with the attempt in the ledger"},
+     "set_message($self, message, /)\n--\n\nthe message recorded with the attempt in the ledger"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -225,10 +225,10 @@ static PyObject* job_forget(job_object* self, PyObject* unused) {
 }
 
 static PyMethodDef job_methods[] = {
-    {"run", (PyCFunction)job_run, METH_O, "run(fn) -> dict: fires the job"},
-    {"close", (PyCFunction)job_close, METH_NOARGS, "close() -> None"},
+    {"run", (PyCFunction)job_run, METH_O, "run($self, fn, /)\n--\n\n-> dict: fires the job"},
+    {"close", (PyCFunction)job_close, METH_NOARGS, "close($self, /)\n--\n\n-> None"},
     {"forget", (PyCFunction)job_forget, METH_NOARGS,
-     "forget() -> None: drop the handle without closing it (a child after fork())"},
+     "forget($self, /)\n--\n\n-> None: drop the handle without closing it (a child after fork())"},
     {NULL, NULL, 0, NULL},
 };
 

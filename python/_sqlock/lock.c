@@ -174,16 +174,22 @@ static PyObject* lock_forget(lock_object* self, PyObject* unused) {
 
 static PyMethodDef lock_methods[] = {
     {"acquire", (PyCFunction)lock_acquire, METH_VARARGS,
-     "acquire(shared, timeout_ms, slice_ms, cancel) -> token or None (not granted)"},
-    {"release", (PyCFunction)lock_release, METH_VARARGS, "release(shared) -> None"},
-    {"owns", (PyCFunction)lock_owns, METH_VARARGS, "owns(shared) -> bool (calling thread)"},
-    {"events", (PyCFunction)lock_events, METH_NOARGS, "events() -> list of event tuples"},
-    {"flags", (PyCFunction)lock_flags, METH_NOARGS, "flags() -> (lost, at_risk)"},
-    {"details", (PyCFunction)lock_details, METH_NOARGS, "details() -> kind-specific state"},
-    {"current", (PyCFunction)lock_current, METH_NOARGS, "current() -> dict or None (leader)"},
-    {"close", (PyCFunction)lock_close, METH_NOARGS, "close() -> None"},
+     "acquire($self, shared, timeout_ms, slice_ms, cancel, /)\n--\n\n-> token or None (not "
+     "granted)"},
+    {"release", (PyCFunction)lock_release, METH_VARARGS,
+     "release($self, shared, /)\n--\n\n-> None"},
+    {"owns", (PyCFunction)lock_owns, METH_VARARGS,
+     "owns($self, shared, /)\n--\n\n-> bool (calling thread)"},
+    {"events", (PyCFunction)lock_events, METH_NOARGS,
+     "events($self, /)\n--\n\n-> list of event tuples"},
+    {"flags", (PyCFunction)lock_flags, METH_NOARGS, "flags($self, /)\n--\n\n-> (lost, at_risk)"},
+    {"details", (PyCFunction)lock_details, METH_NOARGS,
+     "details($self, /)\n--\n\n-> kind-specific state"},
+    {"current", (PyCFunction)lock_current, METH_NOARGS,
+     "current($self, /)\n--\n\n-> dict or None (leader)"},
+    {"close", (PyCFunction)lock_close, METH_NOARGS, "close($self, /)\n--\n\n-> None"},
     {"forget", (PyCFunction)lock_forget, METH_NOARGS,
-     "forget() -> None: drop the handle without closing it (a child after fork())"},
+     "forget($self, /)\n--\n\n-> None: drop the handle without closing it (a child after fork())"},
     {NULL, NULL, 0, NULL},
 };
 

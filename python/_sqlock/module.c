@@ -22,11 +22,12 @@ static PyObject* code_name(PyObject* module, PyObject* code) {
 }
 
 static PyMethodDef module_functions[] = {
-    {"api_version", api_version, METH_NOARGS, "api_version() -> int: the loaded C API's"},
-    {"version", version, METH_NOARGS, "version() -> str: the sqlock release"},
-    {"code_name", code_name, METH_O, "code_name(code) -> str"},
+    {"api_version", api_version, METH_NOARGS,
+     "api_version($module, /)\n--\n\n-> int: the loaded C API's"},
+    {"version", version, METH_NOARGS, "version($module, /)\n--\n\n-> str: the sqlock release"},
+    {"code_name", code_name, METH_O, "code_name($module, code, /)\n--\n\n-> str"},
     {"set_error_factory", set_error_factory, METH_O,
-     "set_error_factory(callable): builds the exception of a failure"},
+     "set_error_factory($module, factory, /)\n--\n\nbuilds the exception of a failure"},
     {NULL, NULL, 0, NULL},
 };
 

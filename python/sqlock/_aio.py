@@ -109,7 +109,8 @@ class AsyncOwner:
                 await _settle(back, lambda: None)
                 _quiet_result(back)
             raise asyncio.CancelledError()
-        return future.result()
+        token: Optional[int] = future.result()
+        return token
 
     async def release(self, give_back: GiveBack) -> None:
         """Runs ``give_back()`` on the worker (to its end, even if the task is cancelled

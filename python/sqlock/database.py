@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 from . import _fork, _sqlock
 from ._durations import Duration, optional_ms, to_ms
 from .errors import InheritedHandle
+from .status import JobRun, LockStatus, job_history, status
 
 __all__ = ["Database", "connect", "connect_async"]
 
@@ -61,6 +62,14 @@ class Database:
     def reap(self) -> int:
         """Deletes expired lock rows; returns how many."""
         return self.handle.reap()
+
+    def status(self, name: Optional[str] = None) -> List[LockStatus]:
+        """Who holds what: :func:`sqlock.status` (every lock row, or those of ``name``)."""
+        return status(self, name)
+
+    def job_history(self, name: str, limit: int = 20) -> List[JobRun]:
+        """Job ``name``'s newest ``limit`` attempts, newest first: :func:`sqlock.job_history`."""
+        return job_history(self, name, limit)
 
     def fencing_condition(self, name_placeholder: str, token_placeholder: str) -> str:
         """The SQL condition, for a write in your own transaction on this database, that is

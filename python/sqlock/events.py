@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import List, Tuple, Union
+from typing import Any, List, Tuple, Union
 
 __all__ = ["LossReason", "LostEvent", "AtRiskEvent", "Event"]
 
@@ -48,7 +48,7 @@ class AtRiskEvent:
 Event = Union[LostEvent, AtRiskEvent]
 
 
-def from_c(raw: List[Tuple]) -> List[Event]:
+def from_c(raw: List[Tuple[Any, ...]]) -> List[Event]:
     """The events the C layer recorded (its tuples), as objects, oldest first."""
     events: List[Event] = []
     for item in raw:

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
+from typing import Callable, List, Optional, Union
 
 from . import _fork, _sqlock
 from ._durations import Duration, to_ms
 from .database import Database
 from .errors import InheritedHandle, InvalidArgument
+from .status import JobRun, job_history
 from .strategy import Strategy, strategy_value
 
 __all__ = ["Job", "JobOutcome", "JobResult", "JobContext"]
@@ -84,6 +85,11 @@ class Job:
                          raw["exit_status"], raw["duration_ms"] / 1000.0, raw["slot"],
                          raw["done_by_pid"], raw["done_by_token"], raw["done_by_host"],
                          raw["message"])
+
+    def history(self, limit: int = 20) -> List[JobRun]:
+        """This job's newest ``limit`` attempts from the ledger, newest first (every runner's,
+        on every host)."""
+        return job_history(self._db, self.name, limit)
 
     def close(self) -> None:
         """Closes the handle."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 import time
 from datetime import timedelta
+from typing import Tuple, Union
 
 import pytest
 
@@ -86,7 +87,7 @@ def test_bad_options_and_names(db, name):
     with pytest.raises(sqlock.InvalidArgument):
         sqlock.Mutex(db, name, ttl=-1)
     with pytest.raises(sqlock.InvalidArgument):
-        sqlock.Mutex(db, name, ttl="30s")
+        sqlock.Mutex(db, name, ttl="30s")  # type: ignore[arg-type]  # refused at run time too
     with pytest.raises(sqlock.InvalidArgument):
         sqlock.Mutex(db, name, strategy="no_such_strategy")
     with pytest.raises(sqlock.InvalidArgument):
@@ -94,14 +95,17 @@ def test_bad_options_and_names(db, name):
 
 
 def test_durations_as_seconds_or_timedelta(db, name):
-    for ttl in (2, 2.5, timedelta(seconds=3)):
+    ttls: Tuple[Union[int, float, timedelta], ...] = (2, 2.5, timedelta(seconds=3))
+    for ttl in ttls:
         m = sqlock.Mutex(db, f"{name}:{ttl}", ttl=ttl)
         with m:
             assert m.owns_lock()
 
 
 def test_strategies_by_name_and_enum(db, name):
-    for strategy in ("unique_key", sqlock.Strategy.OPTIMISTIC_VERSION):
+    strategies: Tuple[Union[str, sqlock.Strategy], ...] = ("unique_key",
+                                                          sqlock.Strategy.OPTIMISTIC_VERSION)
+    for strategy in strategies:
         with sqlock.Mutex(db, f"{name}:{strategy}", strategy=strategy) as m:
             assert m.owns_lock()
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Dict
 
 import pytest
 
@@ -63,7 +64,7 @@ def test_leader_election_one_leader_terms_increase(db, name):
 
 def test_leader_from_another_thread(db, name):
     election = sqlock.LeaderElection(db, name)
-    result = {}
+    result: Dict[str, bool] = {}
     t = threading.Thread(target=lambda: result.update(won=election.campaign(timeout=5)))
     t.start()
     t.join()

@@ -28,6 +28,7 @@ def test_ctrl_c_interrupts_a_wait_and_nothing_is_held(db, url, name):
     holder.acquire()
     child = subprocess.Popen([sys.executable, "-c", WAITER, url, name], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+    assert child.stdout is not None
     try:
         assert child.stdout.readline().strip() == "waiting"
         time.sleep(0.5)

@@ -82,11 +82,13 @@ enum class statement : std::size_t {
     /// sequence past the high-water mark and mark the incarnation recovered (no-op: none)
     fu_recover_tokens,
     // unique_key's server-side queue (PostgreSQL, MariaDB; no-ops on SQLite), on a seat:
-    uk_queue_wait,  ///< $1 ms (0: no limit): how long uk_queue_enter may wait, where the
-                    ///<   server has a session setting for it (PostgreSQL lock_timeout)
-    uk_queue_enter, ///< $1 name $2 ms -> 1 row (waited 0/1, turn 1 | 0: not within $2 ms):
-                    ///<   take the name's queue lock
-    uk_queue_leave, ///< $1 name: give it up
+    uk_queue_wait,         ///< $1 ms (0: no limit): how long uk_queue_enter may wait, where the
+                           ///<   server has a session setting for it (PostgreSQL lock_timeout)
+    uk_queue_enter,        ///< $1 name $2 ms -> 1 row (waited 0/1, turn 1 | 0: not within $2 ms):
+                           ///<   take the name's queue lock
+    uk_queue_leave,        ///< $1 name: give it up
+    uk_queue_leave_unsure, ///< $1 name: give it up if this session holds it (after a
+                           ///<   uk_queue_enter that failed: it may hold it anyway)
     // optimistic_version (pool):
     ov_read,     ///< $1 name $2 $3 names whose holders go first (NULL: none) -> 0..1 row
                  ///< (token, owner, hold_count, held, lease_seq, ttl_ms, queue_busy, deferred)
@@ -185,6 +187,7 @@ inline constexpr std::array<std::string_view, statement_count> statement_names =
     "uk_queue_wait",
     "uk_queue_enter",
     "uk_queue_leave",
+    "uk_queue_leave_unsure",
     "ov_read",
     "ov_create",
     "ov_acquire",

@@ -90,13 +90,24 @@ bool enter_queue(lock_context& db, const lock_request& req, std::chrono::millise
         results = seat.get().execute_batch(items);
     } catch (const error& e) {
         if (not_our_turn_error(e)) {
-            note_not_our_turn(state);
+            note_timed_out_turn(req.name, state);
             return false;
         }
         state.seat.reset(); // closes the session, and any lock it got
         db.rethrow_with_context(e);
     }
     return took_turn(results.at(queue_enter_item), state);
+}
+
+void note_timed_out_turn(std::string_view name, attempt_state& state) noexcept {
+    note_not_our_turn(state);
+    if (!state.seat || !state.seat->usable())
+        return;
+    try {
+        state.seat->get().execute(statement::uk_queue_leave_unsure, {name});
+    } catch (...) {
+        state.seat->where = queue_seat::place::unknown; // vacate() closes the session
+    }
 }
 
 void note_not_our_turn(attempt_state& state) noexcept {

@@ -71,6 +71,14 @@ inline constexpr std::size_t queue_enter_item = 1;
 /// True for the error a queue wait that ran out raises (PostgreSQL's lock_timeout, 55P03).
 bool not_our_turn_error(const error& e) noexcept;
 
+/// After a queue entry that failed with not_our_turn_error: notes it (note_not_our_turn) and
+/// gives up the queue lock in case the session holds it anyway. PostgreSQL's lock_timeout can
+/// fire just as the lock is granted: the statement fails, the session keeps the lock (a
+/// session-level advisory lock outlives the failed transaction), and a seat that went back to
+/// the pool with it would hold the name's queue for good (every later waiter of the name then
+/// waits behind it). Never throws; a seat that cannot be asked is marked unknown (closed).
+void note_timed_out_turn(std::string_view name, attempt_state& state) noexcept;
+
 /// Reads uk_queue_enter's reply: our turn (the seat is then inside, and a wait for it counts
 /// as contended in `state`) or not (note_not_our_turn). Returns whether it was our turn.
 bool took_turn(const result& entered, attempt_state& state);

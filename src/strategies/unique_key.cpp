@@ -323,7 +323,7 @@ private:
             }
         } catch (const error& e) {
             if (not_our_turn_error(e)) {
-                note_not_our_turn(state);
+                note_timed_out_turn(req.name, state);
                 return std::nullopt;
             }
             state.seat.reset(); // closes the session, and any lock it got

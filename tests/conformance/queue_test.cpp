@@ -197,6 +197,45 @@ TEST_SUITE("unique_key_queue") {
         waiter.unlock();
     }
 
+    TEST_CASE("many waits shorter than a queue step: the name's queue is never left held") {
+        REQUIRE(server_queues());
+        // PostgreSQL's lock_timeout can fire just as a queue lock is granted: the entry fails
+        // (55P03), yet the session keeps the lock. Such a seat went back to the pool holding its
+        // name's queue, and the name's waiters slowed to a stop (seen with 100 threads on 10
+        // names in 200 ms slices: Python's waits); a queue lock stayed held after all was done.
+        const auto base = unique_name("short-waits");
+        constexpr int threads = 100, names = 10;
+        auto own = sqlock::connect(test::backend().url); // its pool keeps any leaked session
+        std::atomic<bool> stop{false};
+        std::atomic<int> grants{0}, failures{0};
+        std::vector<std::thread> contenders;
+        for (int i = 0; i < threads; ++i)
+            contenders.emplace_back([&, i] {
+                try {
+                    mutex m(own, base + ":" + std::to_string(i % names), opts());
+                    while (!stop.load()) {
+                        if (!m.try_lock_for(200ms))
+                            continue; // a new wait, shorter than a queue step (1 s)
+                        ++grants;
+                        std::this_thread::sleep_for(20ms); // the critical section
+                        m.unlock();
+                    }
+                } catch (const std::exception& e) {
+                    ++failures;
+                    MESSAGE("contender failed: " << e.what());
+                }
+            });
+        std::this_thread::sleep_for(4s);
+        stop = true;
+        for (auto& t : contenders)
+            t.join(); // each ends at its next grant or slice end
+        CHECK(failures == 0);
+        CHECK(grants > 0);
+        for (int k = 0; k < names; ++k)
+            CHECK_MESSAGE(queue_entries(base + ":" + std::to_string(k)) == 0,
+                          "name " << k << "'s queue lock is still held or waited for");
+    }
+
     TEST_CASE("a stuck queue head cannot keep an expired lease from being taken") {
         REQUIRE(server_queues());
         const auto name = unique_name("stuckhead");

@@ -9,10 +9,12 @@
 #                        [--clock-step SECS] [--partition-ms MS]
 #                        [--mode lock|leader|semaphore|rw|quorum] [--permits N] [--writer-share PCT]
 #                        [--reapers N] [--min-grants N] [--member-kinds K,K,K]
+#                        [--python-workers N]
 #   tools/torture/run.sh --controls     the negative controls; exit 0 only if all are caught
 #   tools/torture/run.sh --smoke [--backend B]
 #                                       every (selected) backend x strategy, short (a few
-#                                       minutes), leader, semaphore, rw and quorum mode on every
+#                                       minutes), two of the lock-mode workers in Python,
+#                                       leader, semaphore, rw and quorum mode on every
 #                                       backend, each run above its floor of grants; the
 #                                       controls with SQLite; with members (a backend of its
 #                                       own, in the default list): the quorum over separate
@@ -40,6 +42,9 @@
 # through a relay of its own, so that one member can fail alone (member nemeses below).
 # --reapers N: N `sqlock reap` loops (as from N hosts' cron, back to back, no grace) run beside the
 # workers, so that reaping races grants, renewals, takeovers and every fault (README.md).
+# --python-workers N: the first N workers of each run are Python programs (py_worker.py over the
+# package sqlock as built, BUILD/python), the others C++: one history, the same rules (lock mode
+# only; not with session-kill, which needs the server session id the package does not expose).
 # --min-grants N: a run with fewer grants fails (floor=grants<N); so does, always, a run in which
 # a requested fault kind was never injected (floor=no-KIND). A run draws the kinds it has not
 # injected yet first.
@@ -64,10 +69,10 @@ BACKENDS=sqlite STRATEGIES=unique_key NEMESES=none PROCESSES='' DURATION=20 TTL=
 HOLD=1-80 SEED=$((RANDOM * 32768 + RANDOM)) INTERVAL=2000 BOUND=3000 RENEW=mix
 BUILD=$ROOT/build/ci KEEP=0 DURATION_SET=0 CONTROL=none MODE=single STOP_FACTOR=15
 CLOCK_STEP=10 PARTITION_MS='' BACKENDS_SET=0 STRATEGIES_SET=0 RUNS=5 RESUME_BOUND='' TTL_SET=0
-HOLD_SET=0 WORKER_MODE=lock PERMITS=2 WRITER_SHARE=33 REAPERS=0 MIN_GRANTS=0
+HOLD_SET=0 WORKER_MODE=lock PERMITS=2 WRITER_SHARE=33 REAPERS=0 MIN_GRANTS=0 PY_WORKERS=0
 MEMBER_KINDS=postgresql,mysql,postgresql
 
-usage() { sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,61p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "torture: $*" >&2; exit 2; }
 
 while (($#)); do
@@ -100,6 +105,7 @@ while (($#)); do
     --reapers) REAPERS=$2; shift ;;
     --min-grants) MIN_GRANTS=$2; shift ;;
     --member-kinds) MEMBER_KINDS=$2; shift ;;
+    --python-workers) PY_WORKERS=$2; shift ;;
     -h|--help) usage ;;
     *) echo "torture: unknown option $1" >&2; usage ;;
   esac
@@ -133,6 +139,14 @@ if [[ ! $WRITER_SHARE =~ ^[0-9]+$ ]] || ((WRITER_SHARE > 100)); then die "--writ
 [[ $MIN_GRANTS =~ ^[0-9]+$ ]] || die "--min-grants wants N >= 0"
 ((REAPERS == 0)) || [[ ! ,$BACKENDS, =~ ,members, ]] ||
   die "--reapers: not with --backend members (a reaper has one database)"
+[[ $PY_WORKERS =~ ^[0-9]+$ ]] || die "--python-workers wants N >= 0"
+if ((PY_WORKERS)); then
+  [[ $MODE != smoke ]] || die "--python-workers: the smoke sets its own"
+  [[ $WORKER_MODE == lock && $CONTROL == none ]] ||
+    die "--python-workers: lock mode, no control (py_worker.py speaks lock mode only)"
+  [[ ,$NEMESES, != *,session-kill,* && ,$NEMESES, != *,mix,* ]] ||
+    die "--python-workers: not with session-kill (or mix)"
+fi
 WORKER=$BUILD/tools/torture/sqlock_torture_worker
 CHECK=$BUILD/tools/torture/sqlock_torture_check
 MIGRATOR=$BUILD/tools/torture/sqlock_torture_migrate
@@ -140,6 +154,14 @@ CLI=$BUILD/sqlock
 for b in "$WORKER" "$CHECK" "$CLI"; do
   [[ -x $b ]] || die "$b missing: build first (cmake --preset ci && cmake --build --preset ci)"
 done
+# The Python worker: Debian's python3 and the package as built (checked when a run uses it).
+PY_WORKER=(env "PYTHONPATH=$BUILD/python" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3
+           "$HERE/py_worker.py")
+need_python() {
+  env "PYTHONPATH=$BUILD/python" /usr/bin/python3 -c 'import sqlock' 2>/dev/null ||
+    die "--python-workers: the package sqlock is not built in $BUILD/python"
+}
+((PY_WORKERS == 0)) || need_python
 
 WORK=$(mktemp -d /tmp/tort-XXXX)   # short: server unix sockets live below it
 chmod 755 "$WORK"
@@ -318,7 +340,9 @@ spawn() {  # spawn SLOT
   # Partition runs: each slot has its own uid, so its traffic can be told apart (setpriv execs).
   ((PART_UIDS)) && as=(setpriv --reuid="$(slot_user "$slot")" --regid="$PART_GID" --clear-groups --)
   [[ $BACKEND == members ]] && extra+=(--members "$(slot_members "$slot")")
-  "${as[@]}" "$WORKER" run --url "$URL" --name "$NAME" --strategy "$STRATEGY" --ttl-ms "$TTL" \
+  local worker=("$WORKER")
+  ((slot < PY_WORKERS)) && worker=("${PY_WORKER[@]}")
+  "${as[@]}" "${worker[@]}" run --url "$URL" --name "$NAME" --strategy "$STRATEGY" --ttl-ms "$TTL" \
     --dir "$RUN" --slot "$slot" --hold-min-pct "$HOLD_MIN" --hold-max-pct "$HOLD_MAX" \
     --renew "$RENEW_NOW" --seed $((SEED + slot * 7919 + SPAWNS[slot] * 104729)) \
     --control "$CONTROL" --mode "$WORKER_MODE" --permits "$PERMITS" --writer-share "$WRITER_SHARE" \
@@ -959,7 +983,7 @@ run_one() {
   else
     ((rc)) && verdict=FAIL || verdict=PASS
   fi
-  local line="torture ${RUN_LABEL}backend=$BACKEND$([[ -n $CLUSTER ]] && echo -failover) strategy=$STRATEGY$(mode_label)$( ((REAPERS)) && echo " reapers=$REAPERS") nemesis=$nemeses control=$CONTROL processes=$procs seconds=$secs ttl_ms=$TTL hold=$HOLD seed=$SEED $fields verdict=$verdict report=$RUN/report.txt"
+  local line="torture ${RUN_LABEL}backend=$BACKEND$([[ -n $CLUSTER ]] && echo -failover) strategy=$STRATEGY$(mode_label)$( ((REAPERS)) && echo " reapers=$REAPERS")$( ((PY_WORKERS)) && echo " python_workers=$PY_WORKERS") nemesis=$nemeses control=$CONTROL processes=$procs seconds=$secs ttl_ms=$TTL hold=$HOLD seed=$SEED $fields verdict=$verdict report=$RUN/report.txt"
   echo "$line"
   RESULTS+=("$line")
   ((rc == 0)) || KEEP=1
@@ -1067,8 +1091,11 @@ case $MODE in
     STRATEGIES=unique_key,select_for_update,optimistic_version
     saved_ttl=$TTL saved_hold=$HOLD saved_interval=$INTERVAL
     TTL=1000 HOLD=1-50
-    # A compatible migration applied mid-run, while workers hold and wait (issue 34).
-    MIN_GRANTS=20; run_matrix kill,crash:1,migrate:1 8 4 || status=1
+    # A compatible migration applied mid-run, while workers hold and wait (issue 34). Two of
+    # the four workers are Python programs (py_worker.py, issue 36): one history, same rules.
+    need_python
+    MIN_GRANTS=20 PY_WORKERS=2; run_matrix kill,crash:1,migrate:1 8 4 || status=1
+    PY_WORKERS=0
     # leader_election electors (built on unique_key), with kills and stops.
     saved_strategies=$STRATEGIES STRATEGIES=unique_key WORKER_MODE=leader
     MIN_GRANTS=20; run_matrix kill,stop:2 8 4 || status=1
@@ -1082,7 +1109,8 @@ case $MODE in
     WORKER_MODE=quorum MIN_GRANTS=15; run_matrix kill,stop:2 10 4 || status=1
     STRATEGIES=$saved_strategies WORKER_MODE=lock
     TTL=1500 HOLD=1-80
-    MIN_GRANTS=10; run_matrix none 14 6 || status=1
+    MIN_GRANTS=10 PY_WORKERS=2; run_matrix none 14 6 || status=1
+    PY_WORKERS=0
     MIN_GRANTS=0 TTL=$saved_ttl HOLD=$saved_hold
     if [[ ,$BACKENDS, == *,sqlite,* ]]; then run_controls || status=1; fi
     if [[ ,$BACKENDS, == *,members,* ]]; then

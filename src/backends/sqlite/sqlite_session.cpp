@@ -5,13 +5,17 @@
 
 #include <array>
 #include <cctype>
-#include <fcntl.h>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <sqlite3.h>
+#include <string_view>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 namespace sqlock::detail {
@@ -225,8 +229,8 @@ public:
     /// which its VFS checks without taking any lock (a POSIX F_GETLK on the reserved byte, and
     /// this process's own connections through SQLite's shared inode records, so that closing
     /// this handle never drops a lock this process holds). Opened read-only: a missing file
-    /// is not created (nobody ever locked that name). The holder's pid comes from the same
-    /// F_GETLK, asked directly (the VFS keeps it to itself).
+    /// is not created (nobody ever locked that name). The holder's pid comes from the kernel's
+    /// lock table (the VFS keeps it to itself).
     std::optional<std::int64_t> lock_file_holder(const std::string& file) override {
         sqlite3* raw = nullptr;
         const int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
@@ -244,7 +248,7 @@ public:
             return 0;
         if (const auto pid = reserved_lock_pid(file); pid > 0)
             return pid;
-        // F_GETLK names no lock of the asking process: still held, it is this process's own.
+        // Not named (gone, or not shown): still held, it is this process's own.
         if (f->pMethods->xCheckReservedLock(f, &reserved) == SQLITE_OK && reserved != 0)
             return static_cast<std::int64_t>(::getpid());
         return 0; // released meanwhile
@@ -252,21 +256,39 @@ public:
 
 private:
     /// The process holding SQLite's RESERVED byte of `file` (the unix VFS locks byte
-    /// 0x40000001, one past its PENDING byte, for a write transaction), or -1 when not known:
-    /// F_GETLK names no lock of the asking process, and the lock may be gone by now.
+    /// 0x40000001, one past its PENDING byte, for a write transaction), or -1 when not known
+    /// (the lock may be gone by now). Read from /proc/locks, not asked with F_GETLK on a
+    /// descriptor of our own: closing any descriptor of a file drops every POSIX lock this
+    /// process holds on it, so that would end a select_for_update hold of this very process.
     static std::int64_t reserved_lock_pid(const std::string& file) noexcept {
-        constexpr off_t reserved_byte = 0x40000001;
-        const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd == -1)
+        constexpr unsigned long long reserved_byte = 0x40000001;
+        struct stat st {};
+        if (::stat(file.c_str(), &st) != 0)
             return -1;
-        struct flock fl {};
-        fl.l_type = F_WRLCK;
-        fl.l_whence = SEEK_SET;
-        fl.l_start = reserved_byte;
-        fl.l_len = 1;
-        const bool found = ::fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK && fl.l_pid > 0;
-        ::close(fd);
-        return found ? static_cast<std::int64_t>(fl.l_pid) : -1;
+        std::FILE* locks = std::fopen("/proc/locks", "re");
+        if (!locks)
+            return -1;
+        // "1: POSIX  ADVISORY  WRITE 1234 fe:00:10960528 1073741825 1073741825" (a blocked
+        // request reads "1: -> POSIX ..." and is skipped; OFD locks are "OFDLCK", pid -1).
+        char line[256];
+        std::int64_t found = -1;
+        while (found < 0 && std::fgets(line, sizeof line, locks)) {
+            char kind[16], type[16], end[32];
+            long long pid = 0;
+            unsigned int major_id = 0, minor_id = 0;
+            unsigned long long inode = 0, start = 0;
+            if (std::sscanf(line, "%*s %15s %*s %15s %lld %x:%x:%llu %llu %31s", kind, type, &pid,
+                            &major_id, &minor_id, &inode, &start, end) != 8)
+                continue;
+            if (std::string_view(kind) != "POSIX" || std::string_view(type) != "WRITE" ||
+                pid <= 0 || major_id != major(st.st_dev) || minor_id != minor(st.st_dev) ||
+                inode != static_cast<unsigned long long>(st.st_ino) || start > reserved_byte)
+                continue;
+            if (std::string_view(end) == "EOF" || std::strtoull(end, nullptr, 10) >= reserved_byte)
+                found = pid;
+        }
+        std::fclose(locks);
+        return found;
     }
 
     /// Steps `stmt` to the end, collecting rows, then resets it (ending its implicit

@@ -1,0 +1,2 @@
+-- Nothing to send: SQLite has no server to queue waiters in (uk_queue_enter on PostgreSQL
+-- and MariaDB); here waiters poll with jittered backoff.
