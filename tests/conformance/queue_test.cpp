@@ -18,6 +18,15 @@
 #include <vector>
 
 using namespace std::chrono_literals;
+
+/// Built with ThreadSanitizer: 100 threads' connects then take longer than their 200 ms waits
+/// (a rehearsal saw 0.5 s), so the "many short waits" case would measure connect latency, not
+/// the queue it is about; the ci and asan builds run it.
+#ifdef __SANITIZE_THREAD__
+constexpr bool under_thread_sanitizer = true;
+#else
+constexpr bool under_thread_sanitizer = false;
+#endif
 using sqlock::mutex;
 using test::db;
 using test::opts;
@@ -197,7 +206,8 @@ TEST_SUITE("unique_key_queue") {
         waiter.unlock();
     }
 
-    TEST_CASE("many waits shorter than a queue step: the name's queue is never left held") {
+    TEST_CASE("many waits shorter than a queue step: the name's queue is never left held" *
+              doctest::skip(under_thread_sanitizer)) {
         REQUIRE(server_queues());
         // PostgreSQL's lock_timeout can fire just as a queue lock is granted: the entry fails
         // (55P03), yet the session keeps the lock. Such a seat went back to the pool holding its
@@ -222,7 +232,7 @@ TEST_SUITE("unique_key_queue") {
                     }
                 } catch (const std::exception& e) {
                     ++failures;
-                    MESSAGE("contender failed: " << e.what());
+                    MESSAGE("contender failed: " << std::string(e.what()));
                 }
             });
         std::this_thread::sleep_for(4s);
