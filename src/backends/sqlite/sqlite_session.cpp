@@ -241,17 +241,20 @@ public:
         if (sqlite3_file_control(raw, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK ||
             f == nullptr || f->pMethods == nullptr)
             return std::nullopt;
-        int reserved = 0;
-        if (f->pMethods->xCheckReservedLock(f, &reserved) != SQLITE_OK)
-            return std::nullopt;
-        if (reserved == 0)
-            return 0;
-        if (const auto pid = reserved_lock_pid(file); pid > 0)
-            return pid;
-        // Not named (gone, or not shown): still held, it is this process's own.
-        if (f->pMethods->xCheckReservedLock(f, &reserved) == SQLITE_OK && reserved != 0)
-            return static_cast<std::int64_t>(::getpid());
-        return 0; // released meanwhile
+        // Held, yet not named in the kernel's table: it changed hands between the two reads
+        // (a writer collecting reader slots, say). Asked again a few times; then held by a
+        // process that cannot be named (-1), never a guess (this process's own holds are
+        // named there too, with its pid).
+        for (int tries = 0; tries < 5; ++tries) {
+            int reserved = 0;
+            if (f->pMethods->xCheckReservedLock(f, &reserved) != SQLITE_OK)
+                return std::nullopt;
+            if (reserved == 0)
+                return 0;
+            if (const auto pid = reserved_lock_pid(file); pid > 0)
+                return pid;
+        }
+        return -1;
     }
 
 private:
