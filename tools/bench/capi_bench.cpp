@@ -4,12 +4,10 @@
 //
 // For every database (--url, repeatable) and strategy, two variants, each on its own lock name
 // and its own connection pool (opened the same way): "C++" (sqlock::connect, sqlock::mutex) and
-// "C" (sqlock_db_open, sqlock_mutex_*, no cancel token: the path a wait without one takes).
-// They run INTERLEAVED: every round times a batch of each, the order alternating from round to
-// round, so both share the machine's noise (round 0 is a warm-up and is not counted). The ratio
-// is C / C++ of the medians over all samples; the per-round range shows how stable it is. The
-// issue's target: at most 1.05x. See tools/bench/README.md.
-#include "bench_common.hpp"
+// "C" (sqlock_db_open, sqlock_mutex_*, no cancel token: the path a wait without one takes),
+// interleaved (paired_bench.hpp). The issue's target: C / C++ at most 1.05x. See
+// tools/bench/README.md.
+#include "paired_bench.hpp"
 
 #include <iostream>
 #include <sqlock/sqlock.h>
@@ -31,56 +29,12 @@ Exit status: 0 ok (the target is reported, not enforced: this machine's noise); 
 failed; 2 usage.
 )";
 
-constexpr double target_ratio = 1.05;
+using config = bench::paired::config;
 
-using bench::usage_error;
-
-struct config {
-    std::vector<std::string> urls;
-    std::vector<std::string> strategies;
-    int rounds = 30;
-    int batch = 40;
-    std::string json_path;
-    std::string markdown_path;
-};
-
-config parse(int argc, char** argv) {
-    config c;
-    bench::for_each_option(argc, argv, usage_text, [&](std::string_view flag, std::string value) {
-        if (flag == "--url")
-            c.urls.push_back(value);
-        else if (flag == "--strategy")
-            c.strategies.push_back(std::string(sqlock::to_string(sqlock::parse_strategy(value))));
-        else if (flag == "--rounds")
-            c.rounds = static_cast<int>(bench::parse_int(flag, value));
-        else if (flag == "--batch")
-            c.batch = static_cast<int>(bench::parse_int(flag, value));
-        else if (flag == "--json")
-            c.json_path = value;
-        else if (flag == "--markdown")
-            c.markdown_path = value;
-        else
-            throw usage_error("unknown option " + std::string(flag));
-    });
-    if (c.urls.empty())
-        throw usage_error("at least one --url is needed");
-    if (c.rounds < 1 || c.batch < 1)
-        throw usage_error("--rounds and --batch must be at least 1");
-    if (c.strategies.empty())
-        c.strategies = {"unique_key", "select_for_update", "optimistic_version"};
-    return c;
-}
-
-/// One cell: a database and strategy, both variants' samples and per-round medians.
-struct cell {
-    std::string url_label;
-    std::string strategy;
-    std::vector<double> samples[2]; // [0] C++, [1] C; µs per acquire + release
-    std::vector<double> round_ratio;
-    bench::summary stats[2];
-    double ratio = 0;
-    std::string error;
-};
+const bench::paired::description about{
+    "C API vs C++ API", {"C++", "C"}, {"cpp", "c"}, "≤ 1.05×", [](bench::backend) {
+        return 1.05;
+    }};
 
 /// Throws when a C API call fails (the benchmark stops on any error).
 void check(int rc, sqlock_error* err, const char* what) {
@@ -115,20 +69,24 @@ public:
     variants(const variants&) = delete;
     variants& operator=(const variants&) = delete;
 
-    /// One acquire + release of variant `which` (0: C++, 1: C), in µs.
-    double pair(int which) {
-        const auto t0 = bench::now_ns();
-        if (which == 0) {
-            m_cpp->lock();
-            m_cpp->unlock();
-        } else {
-            sqlock_error* err = nullptr;
-            std::int64_t token = 0;
-            check(sqlock_mutex_lock(m_c, SQLOCK_WAIT_FOREVER, nullptr, &token, &err), err,
-                  "sqlock_mutex_lock");
-            check(sqlock_mutex_unlock(m_c, &err), err, "sqlock_mutex_unlock");
+    /// `n` acquire + release pairs of variant `which` (0: C++, 1: C), in µs each.
+    std::vector<double> pairs(int which, int n) {
+        std::vector<double> out;
+        for (int i = 0; i < n; ++i) {
+            const auto t0 = bench::now_ns();
+            if (which == 0) {
+                m_cpp->lock();
+                m_cpp->unlock();
+            } else {
+                sqlock_error* err = nullptr;
+                std::int64_t token = 0;
+                check(sqlock_mutex_lock(m_c, SQLOCK_WAIT_FOREVER, nullptr, &token, &err), err,
+                      "sqlock_mutex_lock");
+                check(sqlock_mutex_unlock(m_c, &err), err, "sqlock_mutex_unlock");
+            }
+            out.push_back(static_cast<double>(bench::now_ns() - t0) / 1000.0);
         }
-        return static_cast<double>(bench::now_ns() - t0) / 1000.0;
+        return out;
     }
 
 private:
@@ -138,98 +96,12 @@ private:
     sqlock_mutex* m_c = nullptr;
 };
 
-void measure(cell& c, const std::string& url, const config& cfg) {
-    variants v(url, c.strategy);
-    std::vector<double> batch;
-    for (int round = 0; round <= cfg.rounds; ++round) {
-        double medians[2] = {0, 0};
-        for (int k = 0; k < 2; ++k) {
-            const int which = (round + k) % 2; // alternate who goes first
-            batch.clear();
-            for (int i = 0; i < cfg.batch; ++i)
-                batch.push_back(v.pair(which));
-            std::sort(batch.begin(), batch.end());
-            medians[which] = bench::median_of_sorted(batch);
-            if (round > 0) // round 0: warm-up
-                c.samples[which].insert(c.samples[which].end(), batch.begin(), batch.end());
-        }
-        if (round > 0)
-            c.round_ratio.push_back(medians[1] / medians[0]);
-    }
-    for (int k = 0; k < 2; ++k)
-        c.stats[k] = bench::summarise(c.samples[k]);
-    c.ratio = c.stats[1].median / c.stats[0].median;
-}
-
-std::string markdown(const std::vector<cell>& cells, const config& cfg) {
-    std::ostringstream o;
-    o << "C API vs C++ API, uncontended acquire + release (µs; " << cfg.rounds
-      << " interleaved rounds × " << cfg.batch
-      << " pairs per variant; C / C++ = ratio of medians; per-round = min–max of the "
-         "per-round ratio). Target ≤ "
-      << bench::ratio_text(target_ratio) << ".\n\n"
-      << "| database | strategy | C++ median | C median | C++ p99 | C p99 | **C / C++** | "
-         "per-round | target |\n|---|---|---|---|---|---|---|---|---|\n";
-    for (const auto& c : cells) {
-        o << "| " << c.url_label << " | `" << c.strategy << "` | ";
-        if (!c.error.empty()) {
-            o << "failed: " << c.error << " ||||||\n";
-            continue;
-        }
-        auto range = c.round_ratio;
-        std::sort(range.begin(), range.end());
-        o << bench::us(c.stats[0].median) << " | " << bench::us(c.stats[1].median) << " | "
-          << bench::us(c.stats[0].p99) << " | " << bench::us(c.stats[1].p99) << " | **"
-          << bench::fixed(c.ratio, 3) << "×** | " << bench::fixed(range.front(), 2) << "–"
-          << bench::fixed(range.back(), 2) << " | " << (c.ratio <= target_ratio ? "met" : "missed")
-          << " |\n";
-    }
-    return o.str();
-}
-
-std::string json(const std::vector<cell>& cells, const config& cfg) {
-    std::ostringstream o;
-    o << "{\"rounds\": " << cfg.rounds << ", \"batch\": " << cfg.batch
-      << ", \"target\": " << bench::json_number(target_ratio) << ", \"cells\": [";
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-        const auto& c = cells[i];
-        o << (i ? ", " : "") << "{\"database\": " << bench::json_string(c.url_label)
-          << ", \"strategy\": " << bench::json_string(c.strategy)
-          << ", \"cpp_median_us\": " << bench::json_number(c.stats[0].median)
-          << ", \"c_median_us\": " << bench::json_number(c.stats[1].median)
-          << ", \"cpp_p99_us\": " << bench::json_number(c.stats[0].p99)
-          << ", \"c_p99_us\": " << bench::json_number(c.stats[1].p99)
-          << ", \"ratio_median\": " << bench::json_number(c.ratio)
-          << ", \"error\": " << (c.error.empty() ? "null" : bench::json_string(c.error)) << "}";
-    }
-    o << "]}\n";
-    return o.str();
+config parse(int argc, char** argv) {
+    return bench::paired::parse(argc, argv, usage_text);
 }
 
 int run(const config& cfg) {
-    std::vector<cell> cells;
-    bool failed = false;
-    for (const auto& url : cfg.urls) {
-        for (const auto& strategy : cfg.strategies) {
-            cell c;
-            c.url_label = bench::backend_label(bench::backend_of(url));
-            c.strategy = strategy;
-            try {
-                measure(c, url, cfg);
-            } catch (const std::exception& e) {
-                c.error = e.what();
-                failed = true;
-            }
-            cells.push_back(std::move(c));
-        }
-    }
-    const auto md = markdown(cells, cfg);
-    std::cout << md;
-    if (!cfg.markdown_path.empty())
-        bench::write_file(cfg.markdown_path, md);
-    if (!cfg.json_path.empty())
-        bench::write_file(cfg.json_path, json(cells, cfg));
-    return failed ? 1 : 0;
+    return bench::paired::run<variants>(cfg, about);
 }
 
 } // namespace

@@ -11,7 +11,7 @@
 // slowest member of the fastest majority).
 // The variants run INTERLEAVED, rotating who goes first, so all share the machine's noise
 // (round 0 is a warm-up). The target: an acquire at most 2.5x. See tools/bench/README.md.
-#include "bench_common.hpp"
+#include "paired_bench.hpp"
 
 #include <iostream>
 #include <memory>
@@ -267,12 +267,7 @@ int run(const config& cfg) {
         }
         cells.push_back(std::move(c));
     }
-    const auto md = markdown(cells, cfg);
-    std::cout << md;
-    if (!cfg.markdown_path.empty())
-        bench::write_file(cfg.markdown_path, md);
-    if (!cfg.json_path.empty())
-        bench::write_file(cfg.json_path, json(cells, cfg));
+    bench::paired::emit(markdown(cells, cfg), json(cells, cfg), cfg.markdown_path, cfg.json_path);
     return failed ? 1 : 0;
 }
 
