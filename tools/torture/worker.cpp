@@ -38,6 +38,7 @@
 // (member slot % 3, a plain unique_key mutex), i.e. a grant on a minority whose token is that
 // member's own; the checker must catch the overlaps and token disorder that follow.
 #include "history.hpp"
+#include "relay_pairs.hpp" // tests/support
 
 #include <arpa/inet.h>
 #include <atomic>
@@ -552,29 +553,6 @@ extern "C" void on_thaw(int) {
     g_frozen.store(false);
 }
 
-sockaddr_in loopback(int port) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return a;
-}
-
-/// Moves what `from` has to `to`. False when `from` is closed or failed, or `to` failed.
-bool pass_on(int from, int to) {
-    char buf[16384];
-    const auto n = ::read(from, buf, sizeof buf);
-    if (n <= 0)
-        return false;
-    for (ssize_t done = 0; done < n;) {
-        const auto w = ::write(to, buf + done, static_cast<std::size_t>(n - done));
-        if (w <= 0)
-            return false;
-        done += w;
-    }
-    return true;
-}
-
 int relay(int target_port, const std::string& port_file) {
     // The harness may die without its cleanup (kill -9): the relay must not outlive it.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -594,68 +572,23 @@ int relay(int target_port, const std::string& port_file) {
     sigdelset(&waiting, SIGUSR1);
     sigdelset(&waiting, SIGUSR2);
 
-    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    auto addr = loopback(0);
-    socklen_t len = sizeof addr;
-    if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(listener, 64) != 0 ||
-        ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-        throw std::runtime_error(std::string("relay: ") + std::strerror(errno));
+    int port = 0;
+    const int listener = test::relay::listen_on_loopback(port, "relay");
     // Written whole, then renamed: the harness reads the port once the file exists.
-    append_line(port_file + ".tmp", std::to_string(ntohs(addr.sin_port)) + "\n");
+    append_line(port_file + ".tmp", std::to_string(port) + "\n");
     if (::rename((port_file + ".tmp").c_str(), port_file.c_str()) != 0)
         throw std::runtime_error("relay: rename " + port_file + ": " + std::strerror(errno));
 
-    struct pair {
-        int client;
-        int server;
-    };
-    std::vector<pair> pairs;
+    test::relay::pairs pairs(listener, target_port);
     for (;;) {
         // Frozen: nothing is polled, so nothing is read, relayed or accepted until a signal.
         std::vector<pollfd> fds;
-        if (!g_frozen.load()) {
-            fds.push_back({listener, POLLIN, 0});
-            for (const auto& p : pairs) {
-                fds.push_back({p.client, POLLIN, 0});
-                fds.push_back({p.server, POLLIN, 0});
-            }
-        }
+        if (!g_frozen.load())
+            fds = pairs.poll_set();
         if (::ppoll(fds.data(), fds.size(), nullptr, &waiting) <= 0)
             continue; // a signal: look at g_frozen again
-        const std::size_t polled = pairs.size();
-        std::vector<pair> kept;
-        if (fds[0].revents & POLLIN) {
-            const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-            const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            const auto target = loopback(target_port);
-            // A member that is down refuses the connection: so is the client's, closed.
-            if (client >= 0 && server >= 0 &&
-                ::connect(server, reinterpret_cast<const sockaddr*>(&target), sizeof target) == 0) {
-                kept.push_back({client, server});
-            } else {
-                if (client >= 0)
-                    ::close(client);
-                if (server >= 0)
-                    ::close(server);
-            }
-        }
-        for (std::size_t i = 0; i < polled; ++i) {
-            const auto& c = fds[1 + 2 * i];
-            const auto& sv = fds[2 + 2 * i];
-            bool open = true;
-            if (c.revents != 0)
-                open = pass_on(pairs[i].client, pairs[i].server);
-            if (open && sv.revents != 0)
-                open = pass_on(pairs[i].server, pairs[i].client);
-            if (open) {
-                kept.push_back(pairs[i]);
-            } else {
-                ::close(pairs[i].client);
-                ::close(pairs[i].server);
-            }
-        }
-        pairs = std::move(kept);
+        // A member that is down refuses the connection: so is the client's, closed.
+        pairs.serve(fds, false);
     }
 }
 
