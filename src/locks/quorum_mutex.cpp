@@ -76,8 +76,7 @@ quorum_impl::quorum_impl(std::vector<database> members, std::string name, quorum
 
 std::optional<grant> quorum_impl::attempt(std::vector<std::optional<lease_sighting>>& sightings,
                                           std::string& why) {
-    const auto round_deadline = std::chrono::steady_clock::now() + m_options.member_timeout;
-    return m_protocol->try_acquire_quorum(request(), sightings, round_deadline, why);
+    return m_protocol->try_acquire_quorum(request(), sightings, why);
 }
 
 void quorum_impl::adopt(grant g) {

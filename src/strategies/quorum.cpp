@@ -221,10 +221,11 @@ void quorum_protocol::give_back_everywhere(const lock_request& req, std::int64_t
     }
 }
 
-std::optional<grant> quorum_protocol::try_acquire_quorum(
-    const lock_request& req, std::vector<std::optional<lease_sighting>>& sightings,
-    std::chrono::steady_clock::time_point deadline, std::string& why) {
-    const auto rows = read_rows(req, deadline, why);
+std::optional<grant>
+quorum_protocol::try_acquire_quorum(const lock_request& req,
+                                    std::vector<std::optional<lease_sighting>>& sightings,
+                                    std::string& why) {
+    const auto rows = read_rows(req, std::chrono::steady_clock::now() + m_wait_for_member, why);
     if (!rows)
         return std::nullopt;
     const auto now = std::chrono::steady_clock::now();
@@ -250,7 +251,8 @@ std::optional<grant> quorum_protocol::try_acquire_quorum(
     }
     const std::int64_t token = highest + 1;
     const auto sent = std::chrono::steady_clock::now();
-    const auto [accepted, refused] = write_token(req, token, *rows, sightings, deadline);
+    const auto [accepted, refused] =
+        write_token(req, token, *rows, sightings, sent + m_wait_for_member);
     const auto valid_until = lease_end(sent, req.ttl);
     if (accepted >= majority() && std::chrono::steady_clock::now() < valid_until) {
         grant g;
@@ -273,8 +275,7 @@ std::optional<grant> quorum_protocol::try_acquire(lock_context&, const lock_requ
                                                   std::chrono::milliseconds, attempt_state&) {
     std::vector<std::optional<lease_sighting>> sightings(size());
     std::string why;
-    return try_acquire_quorum(req, sightings, std::chrono::steady_clock::now() + m_wait_for_member,
-                              why);
+    return try_acquire_quorum(req, sightings, why);
 }
 
 grant quorum_protocol::reenter(lock_context&, const lock_request& req, const grant&) {

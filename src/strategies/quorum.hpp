@@ -103,10 +103,11 @@ public:
     /// One acquire attempt (both rounds). `sightings[i]`: what this caller saw of a holder's
     /// row on member i, kept between attempts (a row seen unchanged for its TTL may be taken
     /// over). nullopt when not granted (held, or too few members answered: then `why` says
-    /// which). Gives back at once what a failed round 2 got. Never waits past `deadline`.
+    /// which). Gives back at once what a failed round 2 got. Each round waits at most
+    /// `wait_for_member` from its start (round 2's lease is counted from its own start, so
+    /// a slow round 1 costs no lease).
     std::optional<grant> try_acquire_quorum(const lock_request& req,
                                             std::vector<std::optional<lease_sighting>>& sightings,
-                                            std::chrono::steady_clock::time_point deadline,
                                             std::string& why);
 
     // lock_strategy, for the lease keeper (renewal) and release; `db` is not used: the
