@@ -47,7 +47,7 @@
 # only; not with session-kill, which needs the server session id the package does not expose).
 # --min-grants N: a run with fewer grants fails (floor=grants<N); so does, always, a run in which
 # a requested fault kind was never injected (floor=no-KIND). A run draws the kinds it has not
-# injected yet first.
+# injected yet first, and goes on past its duration (up to twice it) until each was.
 # NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|clock|partition|migrate|mix
 # (and failover, --failover only); migrate applies a migration the compatibility contract allows
 # (a new table, a nullable column on the lock table) mid-run, as `sqlock migrate` would
@@ -880,7 +880,10 @@ run_one() {
   start=$(now_ms); end=$((start + duration * 1000))
   ((migrate_at)) && migrate_at=$((start + duration * 1000 / 3))
   next=$((start + INTERVAL / 2 + RANDOM % INTERVAL))
-  while t=$(now_ms); ((t < end)); do
+  # A run whose faults came slowly (a loaded machine: a member restart takes seconds) goes on
+  # past its end, up to twice its length, until every kind was injected: a kind that never
+  # came would fail the run's floor without proving anything wrong.
+  while t=$(now_ms); ((t < end)) || { ((t < end + duration * 1000)) && kinds_unused; }; do
     monitor 2>>"$RUN/harness.err"
     end_pause; end_clock; end_partition; end_migrate; end_member_fault
     if ((migrate_at && t >= migrate_at)); then
@@ -998,6 +1001,14 @@ draw_kind() {
   local i fresh=()
   for ((i = 1; i <= $#; i++)); do ((${used[${!i}]:-0})) || fresh+=($((i - 1))); done
   if ((${#fresh[@]})); then DRAWN=${fresh[RANDOM % ${#fresh[@]}]}; else DRAWN=$((RANDOM % $#)); fi
+}
+
+# kinds_unused: true while a kind still drawable in this run (run_one's kinds[]) has not been
+# injected yet (used[]).
+kinds_unused() {
+  local k
+  for k in "${kinds[@]}"; do ((${used[$k]:-0})) || return 0; done
+  return 1
 }
 
 # check_floors KIND...: a run that saw fewer grants than MIN_GRANTS, or in which a requested
