@@ -2,8 +2,10 @@
 cancel token) is one wait in the lock's queues, like a C++ waiter's, so under contention it
 gets its share. Two Python and two C++ processes each take the lock, hold it HOLD_MS, release
 and ask again at once, for RUN_SECONDS; every process must get at least half the C++
-processes' mean number of grants. (When the main thread's waits were cut into 200 ms slices,
-each slice left the queue: the Python waiters got 0-5 grants to the C++ ones' 11-17.)"""
+processes' mean number of grants. A hold of 150 ms makes each wait longer than the 200 ms
+slices the main thread's waits were cut into up to C API 1.1, each slice leaving the queue:
+against that library this test failed (Python 7 and 8 grants to the C++ ones' 27 and 28, on
+PostgreSQL and SQLite); now 16 and 16 to 17 and 17."""
 from __future__ import annotations
 
 import os
@@ -13,8 +15,8 @@ import time
 
 from conftest import helper
 
-HOLD_MS = 40
-RUN_SECONDS = 8.0
+HOLD_MS = 150
+RUN_SECONDS = 9.0
 
 PY_HOG = r"""
 import os, sys, time, sqlock
