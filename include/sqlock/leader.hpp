@@ -19,7 +19,8 @@ namespace sqlock {
 
 namespace detail {
 class leader_election_impl;
-}
+class handle_access;
+} // namespace detail
 
 /// Per-election settings (validated like mutex_options: errc::invalid_argument).
 struct leader_options {
@@ -164,6 +165,7 @@ private:
     try_campaign_until_steady(std::chrono::steady_clock::time_point deadline);
 
     std::unique_ptr<detail::leader_election_impl> m_impl;
+    friend class detail::handle_access; // the C API's cancellable campaign (handle_access.hpp)
 };
 
 } // namespace sqlock

@@ -63,11 +63,13 @@
  * ::SQLOCK_NOT_GRANTED). They also take an optional ::sqlock_cancel: another thread (or a
  * signal handler) calls sqlock_cancel_request() and the wait returns ::SQLOCK_E_CANCELED. A
  * cancelled wait never leaves anything held: a grant that arrives after the cancel was
- * requested is given back before the call returns. A wait with a cancel token notices the
- * request within ::SQLOCK_CANCEL_CHECK_MS (plus one statement): it asks the database in slices
- * of that length, which costs more polling statements than a wait without one and, on SQLite,
- * its place in the name's first-come-first-served line at each slice (a wait without a
- * cancel token keeps its place).
+ * requested is given back before the call returns. A wait with a cancel token is one wait,
+ * as one without (since 1.2): it keeps its place in the server's and in this process's lines
+ * until granted or cancelled. It notices the request within ::SQLOCK_CANCEL_CHECK_MS while it
+ * waits locally, and within ::SQLOCK_CANCEL_SERVER_MS while it waits in the server (a row
+ * lock, a queue step; a statement in flight is not interrupted). A request stores a flag and
+ * writes a byte to a pipe (async-signal-safe); a watcher thread of the library, started with
+ * the first token, turns it into a stop request of the waits.
  *
  * @par Callbacks
  * The lost and at-risk callbacks of a lock run on sqlock's background threads (the lease
@@ -105,14 +107,17 @@
 /** ABI major version: the number in the library's SONAME (libsqlock-c.so.1). */
 #define SQLOCK_C_API_VERSION_MAJOR 1
 /** API minor version: raised when functions or fields are added. */
-#define SQLOCK_C_API_VERSION_MINOR 1
-/** The version this header describes: major * 1000 + minor (1001 for 1.1). */
+#define SQLOCK_C_API_VERSION_MINOR 2
+/** The version this header describes: major * 1000 + minor (1002 for 1.2). */
 #define SQLOCK_C_API_VERSION (SQLOCK_C_API_VERSION_MAJOR * 1000 + SQLOCK_C_API_VERSION_MINOR)
 
 /** timeout_ms of a wait that blocks until granted (or cancelled). */
 #define SQLOCK_WAIT_FOREVER INT64_C(-1)
-/** The longest a wait with a ::sqlock_cancel takes to notice a cancel request, in ms. */
+/** The longest a wait with a ::sqlock_cancel takes to notice a cancel request while it waits
+ *  locally, in ms. */
 #define SQLOCK_CANCEL_CHECK_MS 200
+/** The same while it waits in the server (since 1.2). */
+#define SQLOCK_CANCEL_SERVER_MS 1000
 
 #ifdef __cplusplus
 extern "C" {
@@ -196,12 +201,13 @@ SQLOCK_API void sqlock_free(void* memory);
  *  waits, one after another or at once (a request cancels them all). */
 typedef struct sqlock_cancel sqlock_cancel;
 
-/** A new cancel token, not requested, in *out (free it with sqlock_cancel_free()). Errors:
- *  NULL out, no memory. Thread-safe. */
+/** A new cancel token, not requested, in *out (free it with sqlock_cancel_free()). The first
+ *  one starts the library's watcher thread (see "Waiting and cancelling"). Errors: NULL out,
+ *  no memory, no pipe or thread (::SQLOCK_E_INTERNAL). Thread-safe. */
 SQLOCK_API int sqlock_cancel_new(sqlock_cancel** out, sqlock_error** err);
 /** Requests the cancel: every wait using the token returns ::SQLOCK_E_CANCELED (a wait that
  *  begins later too, until sqlock_cancel_reset()). Any thread; also async-signal-safe (it
- *  stores one atomic flag). NULL: nothing. */
+ *  stores one atomic flag and writes one byte to the library's watcher pipe). NULL: nothing. */
 SQLOCK_API void sqlock_cancel_request(sqlock_cancel* cancel);
 /** 1 when a cancel was requested and not reset, else 0 (also for NULL). Any thread. */
 SQLOCK_API int sqlock_cancel_requested(const sqlock_cancel* cancel);
@@ -564,6 +570,110 @@ SQLOCK_API int sqlock_leader_current(const sqlock_leader* leader, sqlock_leader_
 /** @} */
 
 /* ---------------------------------------------------------------------------------------- */
+/** @name Waiting without a thread (since 1.2)
+ *  A `*_start` function begins an acquire and returns at once; the library reports how it
+ *  ended through a completion callback. Waiters cost no thread of the caller's: this
+ *  process's acquires of one lock queue behind one head (one worker thread and one
+ *  connection per lock name, however many wait), on a pool of sqlock's threads that grows
+ *  as lock names are waited on (at most ::SQLOCK_ASYNC_THREADS names at once; more wait their
+ *  turn). Event loops (Python's asyncio, libuv, epoll) use it: the callback records the
+ *  outcome and wakes the loop (a byte to a pipe or eventfd), and the loop takes the grant.
+ *
+ *  A grant taken this way is a ::sqlock_grant: it belongs to that object, not to a thread (any
+ *  thread may read or release it) and never re-enters another grant; each is one holder among
+ *  the lock's holders, with its own fencing token. The lock handle's lost and at-risk
+ *  callbacks report on its grants too. Closing the lock handle cancels its acquires still
+ *  waiting; grants it gave stay valid until released.
+ *
+ *  A library built without asynchronous locks (CMake SQLOCK_WITH_ASYNC=OFF: no Asio) has these
+ *  functions, and every `*_start` returns ::SQLOCK_E_UNSUPPORTED (before any other check). */
+/** @{ */
+
+/** The most lock names whose heads wait at once (threads of the pool). */
+#define SQLOCK_ASYNC_THREADS 64
+
+/** One acquire in flight (or ended), started by a `*_start` function. */
+typedef struct sqlock_acquire sqlock_acquire;
+/** One grant taken by an acquire: owned by this object, not by a thread. */
+typedef struct sqlock_grant sqlock_grant;
+
+/** Told how an acquire ended, exactly once: @p code is ::SQLOCK_OK (granted: take the grant
+ *  with sqlock_acquire_result()), ::SQLOCK_NOT_GRANTED (the timeout passed, or the one attempt
+ *  of timeout 0 found it taken), ::SQLOCK_E_CANCELED, or a failure (details from
+ *  sqlock_acquire_result()). Runs on a sqlock thread, or on the thread inside the `*_start`
+ *  or sqlock_acquire_cancel() call that ended it (before that call returns). It is called
+ *  even after sqlock_acquire_free(), so @c user must stay valid until it has run. As other
+ *  callbacks (see Callbacks) it must return quickly and not block; it may call
+ *  sqlock_acquire_result() and sqlock_acquire_free() on @p acquire, and the grant functions. */
+typedef void (*sqlock_acquire_fn)(sqlock_acquire* acquire, int code, void* user);
+/** Told how a grant's release ended: ::SQLOCK_OK, or ::SQLOCK_E_LOCK_LOST when the grant
+ *  turned out lost (as sqlock_grant_release()). Runs on a sqlock thread. */
+typedef void (*sqlock_release_fn)(int code, void* user);
+
+/** Starts an acquire of @p mutex: waits up to @p timeout_ms (::SQLOCK_WAIT_FOREVER: until
+ *  granted; 0: one attempt) in this process's line for the name, then @p done reports. On
+ *  ::SQLOCK_OK *out is the acquire, to free with sqlock_acquire_free() (even after @p done).
+ *  On a failure to start (a NULL argument, no memory) @p done is never called. Any thread. */
+SQLOCK_API int sqlock_mutex_lock_start(sqlock_mutex* mutex, int64_t timeout_ms,
+                                       sqlock_acquire_fn done, void* user, sqlock_acquire** out,
+                                       sqlock_error** err);
+/** Starts an acquire of one permit of @p semaphore, as sqlock_mutex_lock_start(). */
+SQLOCK_API int sqlock_semaphore_acquire_start(sqlock_semaphore* semaphore, int64_t timeout_ms,
+                                              sqlock_acquire_fn done, void* user,
+                                              sqlock_acquire** out, sqlock_error** err);
+/** Starts an exclusive (writer) acquire of @p mutex, as sqlock_mutex_lock_start(). */
+SQLOCK_API int sqlock_shared_mutex_lock_start(sqlock_shared_mutex* mutex, int64_t timeout_ms,
+                                              sqlock_acquire_fn done, void* user,
+                                              sqlock_acquire** out, sqlock_error** err);
+/** Starts a shared (reader) acquire of @p mutex, as sqlock_mutex_lock_start(). */
+SQLOCK_API int sqlock_shared_mutex_lock_shared_start(sqlock_shared_mutex* mutex, int64_t timeout_ms,
+                                                     sqlock_acquire_fn done, void* user,
+                                                     sqlock_acquire** out, sqlock_error** err);
+/** Starts a campaign of @p leader, as sqlock_mutex_lock_start(): the grant is a term (its
+ *  token is the term; its release resigns), renewed while held. It is separate from the
+ *  handle's own campaigns (sqlock_leader_is_leader() does not see it). */
+SQLOCK_API int sqlock_leader_campaign_start(sqlock_leader* leader, int64_t timeout_ms,
+                                            sqlock_acquire_fn done, void* user,
+                                            sqlock_acquire** out, sqlock_error** err);
+/** Cancels the acquire if it has not ended: it ends with ::SQLOCK_E_CANCELED, at once when it
+ *  still waits in line (the callback runs before this returns), else as soon as the lock call
+ *  in progress notices (see sqlock_cancel_request()). A grant that lands after the cancel is
+ *  given back before the callback reports, so a cancelled acquire never leaves the lock held.
+ *  An acquire that already ended is left as it is (a grant stays: release it). Any thread;
+ *  not from a signal handler. NULL: nothing. */
+SQLOCK_API void sqlock_acquire_cancel(sqlock_acquire* acquire);
+/** How an ended acquire ended (the code its callback got). On ::SQLOCK_OK the grant moves to
+ *  *grant (the first call only: later ones find none and return ::SQLOCK_E_INVALID_ARGUMENT);
+ *  on a failure or a cancel, *err gets the details. Before the callback ran:
+ *  ::SQLOCK_E_INVALID_ARGUMENT ("still in flight"). Any thread. */
+SQLOCK_API int sqlock_acquire_result(sqlock_acquire* acquire, sqlock_grant** grant,
+                                     sqlock_error** err);
+/** Frees the acquire: cancels it if it has not ended, and a grant nobody took is released in
+ *  the background. The callback still runs once if it has not (see ::sqlock_acquire_fn). May
+ *  be called from the callback. NULL: nothing. */
+SQLOCK_API void sqlock_acquire_free(sqlock_acquire* acquire);
+
+/** The grant's fencing token (a term for a leader's). */
+SQLOCK_API int sqlock_grant_token(const sqlock_grant* grant, int64_t* token, sqlock_error** err);
+/** The permit (0 to permits - 1) a semaphore's grant holds; ::SQLOCK_E_INVALID_ARGUMENT for
+ *  a grant of another primitive. */
+SQLOCK_API int sqlock_grant_permit(const sqlock_grant* grant, int64_t* permit, sqlock_error** err);
+/** 1 while the grant is certainly valid (not lost, its lease's local end not passed), else
+ *  0 (also for NULL). Any thread. */
+SQLOCK_API int sqlock_grant_owns(const sqlock_grant* grant);
+/** Why the grant was lost (a ::sqlock_loss_reason; NONE while fine or for NULL). */
+SQLOCK_API int sqlock_grant_lost_reason(const sqlock_grant* grant);
+/** Releases the grant on the calling thread (one round trip) and frees it: ::SQLOCK_OK, or
+ *  ::SQLOCK_E_LOCK_LOST when it turned out lost (the critical section may have overlapped
+ *  another holder's); nothing is held afterwards either way. Any thread. */
+SQLOCK_API int sqlock_grant_release(sqlock_grant* grant, sqlock_error** err);
+/** Releases the grant on a sqlock thread and frees it; @p done (may be NULL) then reports,
+ *  with @p user, as ::sqlock_release_fn says. Returns at once. NULL grant: nothing (and no
+ *  call of @p done). */
+SQLOCK_API void sqlock_grant_release_start(sqlock_grant* grant, sqlock_release_fn done, void* user);
+/** @} */
+
+/* ---------------------------------------------------------------------------------------- */
 /** @name Scheduled jobs */
 /** @{ */
 
@@ -686,6 +796,50 @@ SQLOCK_API int sqlock_job_history_run(const sqlock_job_history* history, size_t 
                                       sqlock_job_run_info* info, sqlock_error** err);
 /** Frees a ledger (its strings go with it). NULL: nothing. */
 SQLOCK_API void sqlock_job_history_free(sqlock_job_history* history);
+
+/** Every job that ever fired in a database, read by sqlock_db_list_jobs() (since 1.2; what
+ *  `sqlock jobs` lists). Owned by the caller: free it with sqlock_job_list_free(). */
+typedef struct sqlock_job_list sqlock_job_list;
+
+/** One job of a ::sqlock_job_list (the C++ sqlock::job_info). Times are ms since 1970 UTC on
+ *  the database clock. Strings are never NULL and stay valid until the list is freed. The
+ *  caller sets struct_size; the library writes no further. */
+typedef struct sqlock_job_info {
+    size_t struct_size;              /**< set by the caller to sizeof(sqlock_job_info) */
+    const char* name;                /**< the job name */
+    int64_t period_ms;               /**< the period of its latest firing (0: named slots) */
+    int64_t first_fired_ms;          /**< when it first fired */
+    int64_t last_fired_ms;           /**< when it last fired */
+    const char* last_outcome;        /**< of the last ended attempt ("" when none ended) */
+    int64_t last_started_ms;         /**< start of the last ended attempt (0: none yet) */
+    int64_t last_duration_ms;        /**< its duration */
+    int64_t last_success_started_ms; /**< start of the last success (0: never succeeded) */
+    int64_t last_success_ended_ms;   /**< end of the last success (0: never succeeded) */
+    int64_t succeeded;               /**< attempts that ended succeeded (only grows) */
+    int64_t failed;                  /**< attempts that ended failed */
+    int64_t lost;                    /**< attempts that ended lost */
+    int64_t abandoned;               /**< attempts found abandoned by a later holder */
+    int64_t skipped;                 /**< firings that found their slot done */
+    int running;                     /**< 1: an attempt runs now (its runner's lease is live) */
+    int64_t running_since_ms;        /**< its start (0 when none runs) */
+    int64_t now_ms;                  /**< the database clock when the list was read */
+    /** 1: a success started less than one period ago (0 without a period). */
+    int slot_done;
+    /** 1: no success within 1.5 periods (from the first firing if none; 0 without a
+     *  period). */
+    int overdue;
+} sqlock_job_info;
+
+/** Reads every job that ever fired in @p db, by name, into a new list in *out. Thread-safe. */
+SQLOCK_API int sqlock_db_list_jobs(sqlock_db* db, sqlock_job_list** out, sqlock_error** err);
+/** The number of jobs in the list (0 for NULL). */
+SQLOCK_API size_t sqlock_job_list_count(const sqlock_job_list* list);
+/** Job @p index (0 to count - 1) into *info, whose struct_size the caller sets. An index out
+ *  of range is ::SQLOCK_E_INVALID_ARGUMENT. */
+SQLOCK_API int sqlock_job_list_job(const sqlock_job_list* list, size_t index, sqlock_job_info* info,
+                                   sqlock_error** err);
+/** Frees a list (its strings go with it). NULL: nothing. */
+SQLOCK_API void sqlock_job_list_free(sqlock_job_list* list);
 /** @} */
 
 #ifdef __cplusplus

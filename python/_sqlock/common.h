@@ -73,6 +73,9 @@ typedef struct lock_ops {
                    int64_t* token, sqlock_error** err);
     int (*release)(void* handle, int shared, sqlock_error** err);
     int (*owns)(void* handle, int shared);
+    /* The *_start function of the kind (waits without a thread, aio.c). */
+    int (*start)(void* handle, int shared, int64_t timeout_ms, sqlock_acquire_fn done, void* user,
+                 sqlock_acquire** out, sqlock_error** err);
     void (*close)(void* handle);
 } lock_ops;
 
@@ -110,16 +113,23 @@ PyObject* semaphore_permit(void* handle); /* permit number */
 PyObject* leader_details(void* handle);   /* (is_leader, term) */
 PyObject* leader_current(void* handle);   /* dict or None */
 
+/* ------------------------------------------------------------------ asyncio (aio.c) */
+
+/* Adds Notifier, Acquire, Grant and HAS_ASYNC to the module; -1 with an exception. */
+int aio_add_types(PyObject* module);
+
 /* ------------------------------------------------------------------ waiting (wait.c) */
 
-/* The code wait_sliced() returns when a Python signal handler raised (exception set). */
+/* The code wait_for() returns when a Python signal handler raised (exception set). */
 #define WAIT_INTERRUPTED (-1000)
 
-/* Waits for a grant with the GIL released: one call of @p ops->acquire when @p slice_ms is
- * 0; otherwise calls of at most slice_ms each, running Python's signal handlers between them
- * (Ctrl-C raises KeyboardInterrupt: nothing is held then). A grant that comes with a signal
- * pending is released before the handler runs. Returns the sqlock code, or WAIT_INTERRUPTED. */
-int wait_sliced(const lock_ops* ops, void* handle, int shared, int64_t timeout_ms, int64_t slice_ms,
-                sqlock_cancel* cancel, int64_t* token, sqlock_error** err);
+/* Waits for a grant with the GIL released, in one call of @p ops->acquire (with @p cancel).
+ * @p interruptible (the main thread only; @p cancel is then unused): the signals Python
+ * handles cancel the wait and their handlers run (Ctrl-C raises KeyboardInterrupt: nothing is
+ * held then; a handler that does not raise lets the wait go on). A grant that comes with a
+ * signal pending is released before the handler runs. Returns the sqlock code, or
+ * WAIT_INTERRUPTED. */
+int wait_for(const lock_ops* ops, void* handle, int shared, int64_t timeout_ms, int interruptible,
+             sqlock_cancel* cancel, int64_t* token, sqlock_error** err);
 
 #endif

@@ -236,6 +236,52 @@ static PyObject* database_job_history(database_object* self, PyObject* args) {
     return list;
 }
 
+static PyObject* job_info_row(const sqlock_job_list* list, size_t index) {
+    sqlock_job_info j;
+    j.struct_size = sizeof j;
+    sqlock_error* err = NULL;
+    const int rc = sqlock_job_list_job(list, index, &j, &err);
+    if (rc != SQLOCK_OK)
+        return raise_sqlock(rc, err);
+    return Py_BuildValue("{s:s,s:L,s:L,s:L,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:i,s:L,s:L,"
+                         "s:i,s:i}",
+                         "name", j.name, "period_ms", (long long)j.period_ms, "first_fired_ms",
+                         (long long)j.first_fired_ms, "last_fired_ms", (long long)j.last_fired_ms,
+                         "last_outcome", j.last_outcome, "last_started_ms",
+                         (long long)j.last_started_ms, "last_duration_ms",
+                         (long long)j.last_duration_ms, "last_success_started_ms",
+                         (long long)j.last_success_started_ms, "last_success_ended_ms",
+                         (long long)j.last_success_ended_ms, "succeeded", (long long)j.succeeded,
+                         "failed", (long long)j.failed, "lost", (long long)j.lost, "abandoned",
+                         (long long)j.abandoned, "skipped", (long long)j.skipped, "running",
+                         j.running, "running_since_ms", (long long)j.running_since_ms, "now_ms",
+                         (long long)j.now_ms, "slot_done", j.slot_done, "overdue", j.overdue);
+}
+
+static PyObject* database_list_jobs(database_object* self, PyObject* unused) {
+    (void)unused;
+    sqlock_db* db = open_db(self);
+    if (!db)
+        return NULL;
+    sqlock_error* err = NULL;
+    sqlock_job_list* jobs = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = sqlock_db_list_jobs(db, &jobs, &err);
+    Py_END_ALLOW_THREADS if (rc != SQLOCK_OK) return raise_sqlock(rc, err);
+    const size_t n = sqlock_job_list_count(jobs);
+    PyObject* list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; ++i) {
+        PyObject* row = job_info_row(jobs, i);
+        if (!row) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, row);
+    }
+    sqlock_job_list_free(jobs);
+    return list;
+}
+
 static PyObject* database_backend(database_object* self, PyObject* unused) {
     (void)unused;
     sqlock_db* db = open_db(self);
@@ -262,6 +308,8 @@ static PyMethodDef database_methods[] = {
      "fencing_condition($self, name_placeholder, token_placeholder, /)\n--\n\n-> str"},
     {"status", (PyCFunction)database_status, METH_VARARGS,
      "status($self, name, /)\n--\n\n-> list[dict]: the lock rows (of one primitive's name)"},
+    {"list_jobs", (PyCFunction)database_list_jobs, METH_NOARGS,
+     "list_jobs($self, /)\n--\n\n-> list of dicts, by name"},
     {"job_history", (PyCFunction)database_job_history, METH_VARARGS,
      "job_history($self, name, limit, /)\n--\n\n-> list[dict]: a job's newest attempts, newest "
      "first"},

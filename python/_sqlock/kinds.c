@@ -71,6 +71,11 @@ static int mutex_owns(void* h, int shared) {
     (void)shared;
     return sqlock_mutex_owns(h);
 }
+static int mutex_start(void* h, int shared, int64_t timeout_ms, sqlock_acquire_fn done, void* user,
+                       sqlock_acquire** out, sqlock_error** err) {
+    (void)shared;
+    return sqlock_mutex_lock_start(h, timeout_ms, done, user, out, err);
+}
 static void mutex_close(void* h) {
     sqlock_mutex_close(h);
 }
@@ -90,6 +95,11 @@ static int semaphore_owns(void* h, int shared) {
     (void)shared;
     return sqlock_semaphore_owns(h);
 }
+static int semaphore_start(void* h, int shared, int64_t timeout_ms, sqlock_acquire_fn done,
+                           void* user, sqlock_acquire** out, sqlock_error** err) {
+    (void)shared;
+    return sqlock_semaphore_acquire_start(h, timeout_ms, done, user, out, err);
+}
 static void semaphore_close(void* h) {
     sqlock_semaphore_close(h);
 }
@@ -106,6 +116,11 @@ static int shared_release(void* h, int shared, sqlock_error** err) {
 }
 static int shared_owns(void* h, int shared) {
     return shared ? sqlock_shared_mutex_owns_shared(h) : sqlock_shared_mutex_owns(h);
+}
+static int shared_start(void* h, int shared, int64_t timeout_ms, sqlock_acquire_fn done, void* user,
+                        sqlock_acquire** out, sqlock_error** err) {
+    return shared ? sqlock_shared_mutex_lock_shared_start(h, timeout_ms, done, user, out, err)
+                  : sqlock_shared_mutex_lock_start(h, timeout_ms, done, user, out, err);
 }
 static void shared_close(void* h) {
     sqlock_shared_mutex_close(h);
@@ -126,15 +141,21 @@ static int leader_owns(void* h, int shared) {
     (void)shared;
     return sqlock_leader_is_leader(h);
 }
+static int leader_start(void* h, int shared, int64_t timeout_ms, sqlock_acquire_fn done, void* user,
+                        sqlock_acquire** out, sqlock_error** err) {
+    (void)shared;
+    return sqlock_leader_campaign_start(h, timeout_ms, done, user, out, err);
+}
 static void leader_close(void* h) {
     sqlock_leader_close(h);
 }
 
 static const lock_ops kinds[] = {
-    {"mutex", mutex_acquire, mutex_release, mutex_owns, mutex_close},
-    {"semaphore", semaphore_acquire, semaphore_release, semaphore_owns, semaphore_close},
-    {"shared_mutex", shared_acquire, shared_release, shared_owns, shared_close},
-    {"leader", leader_acquire, leader_release, leader_owns, leader_close},
+    {"mutex", mutex_acquire, mutex_release, mutex_owns, mutex_start, mutex_close},
+    {"semaphore", semaphore_acquire, semaphore_release, semaphore_owns, semaphore_start,
+     semaphore_close},
+    {"shared_mutex", shared_acquire, shared_release, shared_owns, shared_start, shared_close},
+    {"leader", leader_acquire, leader_release, leader_owns, leader_start, leader_close},
 };
 
 const lock_ops* ops_of(int kind) {

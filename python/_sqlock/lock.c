@@ -69,10 +69,10 @@ static void* open_handle(lock_object* self) {
 }
 
 static PyObject* lock_acquire(lock_object* self, PyObject* args) {
-    int shared;
-    long long timeout_ms, slice_ms;
+    int shared, interruptible;
+    long long timeout_ms;
     PyObject* cancel;
-    if (!PyArg_ParseTuple(args, "pLLO", &shared, &timeout_ms, &slice_ms, &cancel))
+    if (!PyArg_ParseTuple(args, "pLpO", &shared, &timeout_ms, &interruptible, &cancel))
         return NULL;
     if (cancel != Py_None && !PyObject_TypeCheck(cancel, &cancel_type)) {
         PyErr_SetString(PyExc_TypeError, "cancel must be a Cancel or None");
@@ -85,7 +85,7 @@ static PyObject* lock_acquire(lock_object* self, PyObject* args) {
     sqlock_error* err = NULL;
     int64_t token = 0;
     const int rc =
-        wait_sliced(self->ops, handle, shared, timeout_ms, slice_ms, token_cancel, &token, &err);
+        wait_for(self->ops, handle, shared, timeout_ms, interruptible, token_cancel, &token, &err);
     if (rc == WAIT_INTERRUPTED)
         return NULL;
     if (rc == SQLOCK_NOT_GRANTED)
@@ -174,8 +174,8 @@ static PyObject* lock_forget(lock_object* self, PyObject* unused) {
 
 static PyMethodDef lock_methods[] = {
     {"acquire", (PyCFunction)lock_acquire, METH_VARARGS,
-     "acquire($self, shared, timeout_ms, slice_ms, cancel, /)\n--\n\n-> token or None (not "
-     "granted)"},
+     "acquire($self, shared, timeout_ms, interruptible, cancel, /)\n--\n\n-> token or None "
+     "(not granted)"},
     {"release", (PyCFunction)lock_release, METH_VARARGS,
      "release($self, shared, /)\n--\n\n-> None"},
     {"owns", (PyCFunction)lock_owns, METH_VARARGS,

@@ -67,7 +67,7 @@ PyMODINIT_FUNC PyInit__sqlock(void) {
     if (add_type(module, &database_type, "Database") < 0 ||
         add_type(module, &cancel_type, "Cancel") < 0 || add_type(module, &lock_type, "Lock") < 0 ||
         add_type(module, &job_type, "Job") < 0 ||
-        add_type(module, &job_context_type, "JobContext") < 0 ||
+        add_type(module, &job_context_type, "JobContext") < 0 || aio_add_types(module) < 0 ||
         PyModule_AddIntConstant(module, "NOT_GRANTED", SQLOCK_NOT_GRANTED) < 0 ||
         PyModule_AddIntConstant(module, "CANCEL_CHECK_MS", SQLOCK_CANCEL_CHECK_MS) < 0) {
         Py_DECREF(module);

@@ -23,7 +23,7 @@ from .leader import LeaderElection, LeaderInfo
 from .mutex import Mutex
 from .semaphore import Semaphore
 from .shared_mutex import Mode, SharedMutex
-from .status import JobRun, LockStatus, Waiter, job_history, status
+from .status import JobInfo, JobRun, LockStatus, Waiter, job_history, list_jobs, status
 from .strategy import Strategy
 
 #: The sqlock release of the loaded library ("0.2.0").
@@ -33,7 +33,7 @@ C_API_VERSION = _sqlock.api_version()
 
 __all__ = [
     "connect", "connect_async", "Database", "status", "job_history", "LockStatus", "Waiter",
-    "JobRun", "Mutex", "Semaphore", "SharedMutex", "Mode",
+    "JobRun", "JobInfo", "list_jobs", "Mutex", "Semaphore", "SharedMutex", "Mode",
     "LeaderElection", "LeaderInfo", "Job", "JobContext", "JobOutcome", "JobResult",
     "Strategy", "LossReason", "LostEvent", "AtRiskEvent", "Event", "Error", "InvalidArgument",
     "ConnectionFailed", "Timeout", "Conflict", "LockLost", "SchemaMissing", "SchemaMismatch",

@@ -7,16 +7,12 @@ import threading
 from typing import Any, Dict, List, Optional, Union
 
 from . import _fork, _sqlock
-from ._aio import AsyncOwner
+from ._aio import AsyncOwner, GrantOwner
 from ._durations import Duration, optional_ms, wait_ms
 from .database import Database
 from .errors import InheritedHandle, LockLost
 from .events import Event, from_c
 from .strategy import Strategy, strategy_value
-
-#: A wait on the main thread asks libsqlock-c in slices of this length and runs Python's
-#: signal handlers between them, so Ctrl-C ends it (KeyboardInterrupt, nothing held).
-SLICE_MS = 200
 
 KIND_MUTEX, KIND_SEMAPHORE, KIND_SHARED_MUTEX, KIND_LEADER = 0, 1, 2, 3
 
@@ -38,7 +34,8 @@ class LockBase:
             optional_ms(retry_min, "retry_min"), optional_ms(retry_max, "retry_max"), renew)
         self._inherited = False
         self._local = threading.local()
-        self._async = AsyncOwner(f"{name}"[:40])
+        self._async: Union[AsyncOwner, GrantOwner] = \
+            GrantOwner(name) if _sqlock.HAS_ASYNC else AsyncOwner(f"{name}"[:40])
         _fork.track(self)
 
     # ------------------------------------------------------------ the handle
@@ -81,9 +78,10 @@ class LockBase:
         return held
 
     def _take(self, shared: bool, timeout: Optional[Duration], blocking: bool) -> bool:
-        """Waits for a grant on the calling thread (see SLICE_MS for Ctrl-C)."""
-        slice_ms = SLICE_MS if threading.current_thread() is threading.main_thread() else 0
-        token = self._h.acquire(shared, wait_ms(timeout, blocking), slice_ms, None)
+        """Waits for a grant on the calling thread; on the main thread the signals Python
+        handles interrupt it (Ctrl-C: KeyboardInterrupt, nothing held)."""
+        main = threading.current_thread() is threading.main_thread()
+        token = self._h.acquire(shared, wait_ms(timeout, blocking), main, None)
         if token is None:
             return False
         self._held()[shared].append(token)
@@ -115,18 +113,26 @@ class LockBase:
         h = self._h
         if h.owns(shared):
             return True
-        return self._async.holding and self._async.shared == shared and \
-            bool(self._async.call(h.owns, shared))
+        if not self._async.holding or self._async.shared != shared:
+            return False
+        if isinstance(self._async, GrantOwner):
+            return self._async.owns()
+        return bool(self._async.call(h.owns, shared))
 
     # ------------------------------------------------------------ asyncio waits
 
     async def _take_async(self, shared: bool, timeout: Optional[Duration]) -> bool:
         h, ms = self._h, wait_ms(timeout, True)
-        return await self._async.acquire(lambda cancel: h.acquire(shared, ms, 0, cancel),
+        if isinstance(self._async, GrantOwner):
+            return await self._async.acquire(h, shared, ms)
+        return await self._async.acquire(lambda cancel: h.acquire(shared, ms, False, cancel),
                                          lambda: h.release(shared), shared)
 
     async def _give_back_async(self) -> None:
         h = self._h
+        if isinstance(self._async, GrantOwner):
+            await self._async.release()
+            return
         shared = self._async.shared
         await self._async.release(lambda: h.release(shared))
 
@@ -136,6 +142,8 @@ class LockBase:
     def lost(self) -> bool:
         """True once the current grant was reported lost (by sqlock's watchdog or renewal
         thread; also when its lease's local end passed)."""
+        if isinstance(self._async, GrantOwner) and self._async.lost():
+            return True
         return bool(self._h.flags()[0])
 
     @property

@@ -7,7 +7,7 @@ from typing import Any, List, Optional
 from . import _fork, _sqlock
 from ._durations import Duration, optional_ms, to_ms
 from .errors import InheritedHandle
-from .status import JobRun, LockStatus, job_history, status
+from .status import JobInfo, JobRun, LockStatus, job_history, list_jobs, status
 
 __all__ = ["Database", "connect", "connect_async"]
 
@@ -70,6 +70,10 @@ class Database:
     def job_history(self, name: str, limit: int = 20) -> List[JobRun]:
         """Job ``name``'s newest ``limit`` attempts, newest first: :func:`sqlock.job_history`."""
         return job_history(self, name, limit)
+
+    def list_jobs(self) -> List[JobInfo]:
+        """Every job that ever fired here, by name: :func:`sqlock.list_jobs`."""
+        return list_jobs(self)
 
     def fencing_condition(self, name_placeholder: str, token_placeholder: str) -> str:
         """The SQL condition, for a write in your own transaction on this database, that is

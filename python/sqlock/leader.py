@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ._aio import GrantOwner
 from ._durations import Duration
 from ._lockbase import KIND_LEADER, LockBase
 from .database import Database
@@ -58,14 +59,21 @@ class LeaderElection(LockBase):
         """Resigns what campaign_async() won."""
         await self._give_back_async()
 
+    def _leads_async(self) -> bool:
+        """Whether a term won by campaign_async() is held and certainly valid."""
+        return isinstance(self._async, GrantOwner) and self._async.owns()
+
     def is_leader(self) -> bool:
-        """True while this elector leads."""
-        return bool(self._h.details()[0])
+        """True while this elector leads (a term won by campaign() or campaign_async())."""
+        return bool(self._h.details()[0]) or self._leads_async()
 
     @property
     def term(self) -> int:
         """The term while leading, else 0."""
-        return int(self._h.details()[1])
+        term = int(self._h.details()[1])
+        if term == 0 and self._leads_async():
+            return self._async.token or 0
+        return term
 
     def current(self) -> Optional[LeaderInfo]:
         """Who leads now, from the database (one SELECT); None when nobody does."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Union
 
+from ._aio import AsyncOwner, GrantOwner
 from ._durations import Duration
 from ._lockbase import KIND_SEMAPHORE, LockBase
 from .database import Database
@@ -53,7 +54,10 @@ class Semaphore(LockBase):
     def permit(self) -> int:
         """Which permit (0 to permits - 1) the calling thread holds; LockLost when none."""
         if not self._held()[False] and self._async.holding:
-            return int(self._async.call(self._h.details))
+            if isinstance(self._async, GrantOwner) and self._async.grant is not None:
+                return self._async.grant.permit()
+            if isinstance(self._async, AsyncOwner):
+                return int(self._async.call(self._h.details))
         return int(self._h.details())
 
     def owns_permit(self) -> bool:

@@ -84,6 +84,31 @@ class JobRun:
     message: str  #: the job's message, or what happened (lost, abandoned)
 
 
+@dataclass(frozen=True)
+class JobInfo:
+    """One job as ``sqlock jobs`` lists it. Times are seconds since 1970 UTC, database
+    clock."""
+
+    name: str  #: the job name
+    period: Optional[float]  #: the period of its latest firing, seconds (None: named slots)
+    first_fired: float  #: when it first fired
+    last_fired: float  #: when it last fired
+    last_outcome: Optional[str]  #: of the last ended attempt (None: none ended yet)
+    last_started: Optional[float]  #: start of the last ended attempt
+    last_duration: Optional[float]  #: its duration, seconds
+    last_success_started: Optional[float]  #: start of the last success (None: never)
+    last_success_ended: Optional[float]  #: end of the last success (None: never)
+    succeeded: int  #: attempts that ended succeeded (these counters only grow)
+    failed: int  #: attempts that ended failed
+    lost: int  #: attempts that ended lost
+    abandoned: int  #: attempts found abandoned by a later holder
+    skipped: int  #: firings that found their slot done
+    running_since: Optional[float]  #: start of an attempt running now (None: none)
+    now: float  #: the database clock when this was read
+    slot_done: bool  #: a success started less than one period ago (False without a period)
+    overdue: bool  #: no success within 1.5 periods (False without a period)
+
+
 def _lock_status(row: Dict[str, Any]) -> LockStatus:
     holder = bool(row["owner"])
     waiters = row["waiters"]
@@ -113,6 +138,25 @@ def _job_run(row: Dict[str, Any]) -> JobRun:
         exit_status=row["exit_status"], signal=row["signal"], message=row["message"])
 
 
+def _job_info(row: Dict[str, Any]) -> JobInfo:
+    ended = bool(row["last_outcome"])
+    succeeded_ever = row["last_success_started_ms"] > 0
+    return JobInfo(
+        name=row["name"], period=_seconds(row["period_ms"] or None),
+        first_fired=row["first_fired_ms"] / 1000.0, last_fired=row["last_fired_ms"] / 1000.0,
+        last_outcome=row["last_outcome"] or None,
+        last_started=row["last_started_ms"] / 1000.0 if ended else None,
+        last_duration=row["last_duration_ms"] / 1000.0 if ended else None,
+        last_success_started=_seconds(row["last_success_started_ms"] or None),
+        last_success_ended=(row["last_success_ended_ms"] / 1000.0 if succeeded_ever
+                            else None),
+        succeeded=row["succeeded"], failed=row["failed"], lost=row["lost"],
+        abandoned=row["abandoned"], skipped=row["skipped"],
+        running_since=row["running_since_ms"] / 1000.0 if row["running"] else None,
+        now=row["now_ms"] / 1000.0, slot_done=bool(row["slot_done"]),
+        overdue=bool(row["overdue"]))
+
+
 def status(db: "Database", name: Optional[str] = None) -> List[LockStatus]:
     """The lock rows of ``db`` ordered by name, or only those of the lock named ``name`` (a
     semaphore's permits and queue, a shared mutex's readers, writer and queue). One query
@@ -125,3 +169,10 @@ def job_history(db: "Database", name: str, limit: int = 20) -> List[JobRun]:
     """The newest ``limit`` attempts of job ``name`` from the ledger, newest first (empty for
     a job that never ran). Any process may read any job's ledger."""
     return [_job_run(row) for row in db.handle.job_history(name, limit)]
+
+
+def list_jobs(db: "Database") -> List[JobInfo]:
+    """Every job that ever fired in ``db``, by name (what ``sqlock jobs`` lists; the C++
+    ``sqlock::list_jobs``). One query; blocks: in asyncio code,
+    ``await asyncio.to_thread(sqlock.list_jobs, db)``."""
+    return [_job_info(row) for row in db.handle.list_jobs()]

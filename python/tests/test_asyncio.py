@@ -3,7 +3,10 @@ never leaves a lock held."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import threading
+from typing import Dict, List
 
 import pytest
 
@@ -159,3 +162,46 @@ def test_cancelled_campaign_resigns(db, name):
         assert not other.is_leader()
 
     asyncio.run(main())
+
+
+def os_threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_many_waiting_tasks_cost_a_thread_per_name_not_per_task(db, name):
+    """100 tasks on 10 names, a lock object each: libsqlock-c's waits without a thread queue
+    this process's waiters per name behind one head, so waiting adds about a thread per name
+    (and no Python thread); every task is granted in turn, tokens rising per name."""
+    assert sqlock._sqlock.HAS_ASYNC  # the ci builds have the asynchronous locks
+    names = [f"{name}:{i}" for i in range(10)]
+    holders = [sqlock.Mutex(db, n) for n in names]
+    for h in holders:
+        assert h.acquire(timeout=5)
+    tokens: Dict[str, List[int]] = {n: [] for n in names}
+
+    async def task(lock_name):
+        m = sqlock.Mutex(db, lock_name)
+        async with m:
+            tokens[lock_name].append(m.token)
+            await asyncio.sleep(0.002)
+
+    async def main():
+        python_threads, before = threading.active_count(), os_threads()
+        # Half of the tasks (every name has its head then), then the other half: the second
+        # half adds no thread (SQLite keeps a few more per name than the other backends).
+        tasks = [asyncio.create_task(task(names[i % 10])) for i in range(50)]
+        await asyncio.sleep(0.5)
+        half = os_threads()
+        tasks += [asyncio.create_task(task(names[i % 10])) for i in range(50, 100)]
+        await asyncio.sleep(0.5)
+        waiting = os_threads()
+        assert threading.active_count() == python_threads
+        assert waiting - half <= 2, f"{before} threads, {half} with 50 waiting, {waiting} with 100"
+        assert waiting - before <= 2 * len(names) + 6, f"{before} threads, {waiting} waiting"
+        for h in holders:
+            h.release()
+        await asyncio.wait_for(asyncio.gather(*tasks), 120)
+
+    asyncio.run(main())
+    for n in names:
+        assert len(tokens[n]) == 10 and tokens[n] == sorted(set(tokens[n]))

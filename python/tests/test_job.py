@@ -74,3 +74,27 @@ def test_a_job_needs_a_period_or_a_slot(db, name):
         sqlock.Job(db, name)
     with pytest.raises(sqlock.InvalidArgument):
         sqlock.Job(db, name, period=0.5)  # under a second
+
+
+def test_list_jobs_shows_every_job_with_its_counts(db, name):
+    periodic = sqlock.Job(db, name + ":p", period=3600)
+    assert periodic.run(lambda ctx: 3).outcome == sqlock.JobOutcome.FAILED
+    assert periodic.run(lambda ctx: None).outcome == sqlock.JobOutcome.SUCCEEDED
+    assert periodic.run(lambda ctx: None).outcome == sqlock.JobOutcome.SKIPPED
+    named = sqlock.Job(db, name + ":n", slot="2026-11-22")
+    assert named.run(lambda ctx: None).outcome == sqlock.JobOutcome.SUCCEEDED
+    jobs = {j.name: j for j in sqlock.list_jobs(db)}
+    assert [j.name for j in db.list_jobs()] == [j.name for j in sqlock.list_jobs(db)]
+    p, n = jobs[name + ":p"], jobs[name + ":n"]
+    assert isinstance(p, sqlock.JobInfo)
+    assert p.period == 3600.0 and n.period is None
+    assert (p.succeeded, p.failed, p.lost, p.abandoned, p.skipped) == (1, 1, 0, 0, 1)
+    assert (n.succeeded, n.failed) == (1, 0)
+    assert p.last_outcome == "succeeded" and p.running_since is None
+    assert p.slot_done and not p.overdue
+    assert p.first_fired <= p.last_fired <= p.now
+    assert p.last_success_started is not None and p.last_success_ended is not None
+    assert p.last_success_started <= p.last_success_ended <= p.now
+    assert not n.slot_done and not n.overdue  # no period: neither applies
+    names = [j.name for j in sqlock.list_jobs(db)]
+    assert names == sorted(names)

@@ -29,6 +29,9 @@ public:
     virtual std::stop_token stop_token() const noexcept = 0;
     virtual std::chrono::steady_clock::time_point lease_end() const noexcept = 0;
     virtual const std::string& name() const noexcept = 0;
+    /// A semaphore grant's permit (0 to permits - 1); -1 for other primitives (the C API's
+    /// sqlock_grant_permit). Never throws.
+    virtual std::int64_t permit() const noexcept { return -1; }
     /// Gives the grant back (blocking: runs on a release thread of the pool, or on the acquire
     /// thread that finds its grant cancelled) and tells how it ended. Called once. Never throws.
     virtual loss_reason release() noexcept = 0;

@@ -33,6 +33,13 @@ struct semaphore_slot {
     }
     static void unlock(semaphore& s, acquire_mode) noexcept { s.unlock(); }
     static bool owns(const semaphore& s, acquire_mode) noexcept { return s.owns_lock(); }
+    static std::int64_t permit(const semaphore& s) noexcept {
+        try {
+            return s.permit();
+        } catch (...) {
+            return -1; // released or lost meanwhile
+        }
+    }
     static std::chrono::steady_clock::time_point lease_end(const semaphore& s) noexcept {
         return handle_access::lease_end(s);
     }

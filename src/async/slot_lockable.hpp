@@ -81,6 +81,12 @@ private:
             return Traits::lease_end(*m_slot);
         }
         const std::string& name() const noexcept override { return m_slot->name(); }
+        std::int64_t permit() const noexcept override {
+            if constexpr (requires(const slot_type& s) { Traits::permit(s); })
+                return Traits::permit(*m_slot);
+            else
+                return -1;
+        }
         worker_pool& workers() noexcept override { return m_owner->workers(); }
 
         loss_reason release() noexcept override {

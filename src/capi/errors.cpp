@@ -55,6 +55,16 @@ int fail(sqlock_error** err, int code, const char* message) noexcept {
     return code;
 }
 
+sqlock_error* copy_error(const sqlock_error& e) noexcept {
+    if (&e == &out_of_memory)
+        return &out_of_memory;
+    try {
+        return new sqlock_error(e);
+    } catch (...) {
+        return &out_of_memory;
+    }
+}
+
 int fail(sqlock_error** err, const error& e) noexcept {
     const int code = code_of(e.code());
     if (!err)

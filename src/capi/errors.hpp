@@ -31,6 +31,10 @@ int fail(sqlock_error** err, int code, const char* message) noexcept;
 /// The same for a sqlock::error: its category, message, SQLSTATE, native code and backend.
 int fail(sqlock_error** err, const error& e) noexcept;
 
+/// A copy of `e` for a caller to free; the shared out-of-memory error when there is no memory
+/// for one (or `e` is that one). Never throws.
+sqlock_error* copy_error(const sqlock_error& e) noexcept;
+
 /// What a message is about: "lock \"NAME\"" (kind "lock"), made only when a message is.
 struct subject {
     const char* kind;

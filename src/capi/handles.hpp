@@ -1,6 +1,7 @@
 // Internal: what the C API's opaque handles are.
 #pragma once
 
+#include "capi/async.hpp"
 #include "capi/options.hpp"
 #include "sqlock/database.hpp"
 #include "sqlock/job.hpp"
@@ -16,14 +17,16 @@ struct sqlock_db {
     sqlock::database db;
 };
 
-/// A lock handle: the C++ primitive, and the gate of its callbacks (null without any).
+/// A lock handle: the C++ primitive, the gate of its callbacks (null without any), and its
+/// asynchronous side (the *_start functions).
 template <class Lock>
 struct sqlock_lock_handle {
     std::shared_ptr<sqlock::capi::callback_gate> gate;
     std::optional<Lock> lock;
+    sqlock::capi::async_side async;
 
-    /// Closes the gate first (no callback runs after close returns), then destroys the lock,
-    /// which releases what it holds.
+    /// Closes the gate first (no callback runs after close returns), then cancels the
+    /// asynchronous acquires and destroys the lock, which releases what it holds.
     ~sqlock_lock_handle() {
         if (gate)
             gate->close();

@@ -2,13 +2,18 @@
 #include "capi/errors.hpp"
 #include "capi/handles.hpp"
 #include "capi/waiting.hpp"
+#include "locks/handle_access.hpp"
 
 using namespace sqlock::capi;
 
 namespace {
 
-/// One campaign until `deadline` (max: as long as it takes; min: one attempt).
-bool campaign_until(sqlock::leader_election& e, steady_time deadline) {
+/// One campaign until `deadline` (max: as long as it takes; min: one attempt), giving up soon
+/// after `stop` is requested when it is not null.
+bool campaign_until(sqlock::leader_election& e, steady_time deadline, const std::stop_token* stop) {
+    if (stop)
+        return sqlock::detail::handle_access::try_campaign_cancellable(e, deadline, *stop)
+            .has_value();
     if (deadline == steady_time::max())
         return e.campaign() > 0;
     if (deadline == steady_time::min())
@@ -45,6 +50,7 @@ int sqlock_leader_open(sqlock_leader** out, sqlock_db* db, const char* name,
         const auto o = read_options(options, default_leader_options(), "sqlock_leader_options");
         auto handle = std::make_unique<sqlock_leader>();
         auto cpp = to_leader_options(o, handle->gate);
+        handle->async.make = leader_maker(db->db, name, cpp);
         handle->lock.emplace(db->db, name, std::move(cpp));
         *out = handle.release();
         return SQLOCK_OK;
@@ -63,7 +69,9 @@ int sqlock_leader_campaign(sqlock_leader* leader, int64_t timeout_ms, sqlock_can
         // Already leading: the term at once (a cancel must not end leadership won before).
         int rc = SQLOCK_OK;
         if (!e.is_leader()) {
-            const grant_wait wait{[&](steady_time deadline) { return campaign_until(e, deadline); },
+            const grant_wait wait{[&](steady_time deadline, const std::stop_token* stop) {
+                                      return campaign_until(e, deadline, stop);
+                                  },
                                   [&] { e.resign(); }, subject{"election", e.name()}};
             rc = wait_for_grant(wait, timeout_ms, cancel, err);
         }

@@ -1,6 +1,7 @@
 // The C API's mutex: sqlock_mutex_*() over sqlock::mutex.
 #include "capi/lock_common.hpp"
 #include "capi/waiting.hpp"
+#include "locks/mutex_access.hpp"
 
 using namespace sqlock::capi;
 
@@ -11,6 +12,7 @@ int sqlock_mutex_open(sqlock_mutex** out, sqlock_db* db, const char* name,
     return open_lock(
         out, db, name, options, err,
         [](sqlock_mutex& h, const sqlock::database& d, std::string n, sqlock::mutex_options o) {
+            h.async.make = mutex_maker(d, n, o);
             h.lock.emplace(d, std::move(n), std::move(o));
         });
 }
@@ -24,7 +26,11 @@ int sqlock_mutex_lock(sqlock_mutex* mutex, int64_t timeout_ms, sqlock_cancel* ca
     return guarded(err, [&] {
         require(mutex, "mutex");
         auto& m = *mutex->lock;
-        const grant_wait wait{[&](steady_time deadline) { return m.try_lock_until(deadline); },
+        const grant_wait wait{[&](steady_time deadline, const std::stop_token* stop) {
+                                  return stop ? sqlock::detail::mutex_access::try_lock_cancellable(
+                                                    m, deadline, *stop)
+                                              : m.try_lock_until(deadline);
+                              },
                               [&] { m.unlock(); }, subject{"lock", m.name()}};
         const int rc = wait_for_grant(wait, timeout_ms, cancel, err);
         if (rc == SQLOCK_OK && token)

@@ -1,6 +1,7 @@
 // The C API's semaphore: sqlock_semaphore_*() over sqlock::semaphore.
 #include "capi/lock_common.hpp"
 #include "capi/waiting.hpp"
+#include "locks/handle_access.hpp"
 
 using namespace sqlock::capi;
 
@@ -11,6 +12,7 @@ int sqlock_semaphore_open(sqlock_semaphore** out, sqlock_db* db, const char* nam
     return open_lock(out, db, name, options, err,
                      [permits](sqlock_semaphore& h, const sqlock::database& d, std::string n,
                                sqlock::mutex_options o) {
+                         h.async.make = semaphore_maker(d, n, permits, o);
                          h.lock.emplace(d, std::move(n), permits, std::move(o));
                      });
 }
@@ -24,7 +26,11 @@ int sqlock_semaphore_acquire(sqlock_semaphore* semaphore, int64_t timeout_ms, sq
     return guarded(err, [&] {
         require(semaphore, "semaphore");
         auto& s = *semaphore->lock;
-        const grant_wait wait{[&](steady_time deadline) { return s.try_acquire_until(deadline); },
+        const grant_wait wait{[&](steady_time deadline, const std::stop_token* stop) {
+                                  return stop ? sqlock::detail::handle_access::try_lock_cancellable(
+                                                    s, deadline, *stop)
+                                              : s.try_acquire_until(deadline);
+                              },
                               [&] { s.release(); }, subject{"semaphore", s.name()}};
         const int rc = wait_for_grant(wait, timeout_ms, cancel, err);
         if (rc == SQLOCK_OK && token)

@@ -1,8 +1,10 @@
 // The C API's reader-writer lock: sqlock_shared_mutex_*() over sqlock::shared_mutex.
 #include "capi/lock_common.hpp"
 #include "capi/waiting.hpp"
+#include "locks/handle_access.hpp"
 
 using namespace sqlock::capi;
+using sqlock::detail::handle_access;
 
 namespace {
 
@@ -43,6 +45,7 @@ int sqlock_shared_mutex_open(sqlock_shared_mutex** out, sqlock_db* db, const cha
     return open_lock(out, db, name, options, err,
                      [readers](sqlock_shared_mutex& h, const sqlock::database& d, std::string n,
                                sqlock::mutex_options o) {
+                         h.async.make = shared_mutex_maker(d, n, readers, o);
                          h.lock.emplace(d, std::move(n), std::move(o), readers);
                      });
 }
@@ -56,7 +59,11 @@ int sqlock_shared_mutex_lock(sqlock_shared_mutex* mutex, int64_t timeout_ms, sql
     return guarded(err, [&] {
         require(mutex, "mutex");
         auto& m = *mutex->lock;
-        const grant_wait wait{[&](steady_time deadline) { return m.try_lock_until(deadline); },
+        const grant_wait wait{[&](steady_time deadline, const std::stop_token* stop) {
+                                  return stop ? handle_access::try_lock_cancellable(m, deadline,
+                                                                                    *stop)
+                                              : m.try_lock_until(deadline);
+                              },
                               [&] { m.unlock(); }, subject{"reader-writer lock", m.name()}};
         const int rc = wait_for_grant(wait, timeout_ms, cancel, err);
         if (rc == SQLOCK_OK && token)
@@ -75,7 +82,10 @@ int sqlock_shared_mutex_lock_shared(sqlock_shared_mutex* mutex, int64_t timeout_
         require(mutex, "mutex");
         auto& m = *mutex->lock;
         const grant_wait wait{
-            [&](steady_time deadline) { return m.try_lock_shared_until(deadline); },
+            [&](steady_time deadline, const std::stop_token* stop) {
+                return stop ? handle_access::try_lock_shared_cancellable(m, deadline, *stop)
+                            : m.try_lock_shared_until(deadline);
+            },
             [&] { m.unlock_shared(); }, subject{"shared lock of reader-writer lock", m.name()}};
         const int rc = wait_for_grant(wait, timeout_ms, cancel, err);
         if (rc == SQLOCK_OK && token)

@@ -1,5 +1,6 @@
 // The C API's read-only views: the lock table (sqlock_db_status) and a job's run ledger
-// (sqlock_db_job_history), as snapshots the caller reads row by row and frees.
+// (sqlock_db_job_history) and the list of jobs (sqlock_db_list_jobs), as snapshots the caller reads
+// row by row and frees.
 #include "capi/errors.hpp"
 #include "capi/handles.hpp"
 
@@ -20,6 +21,10 @@ struct sqlock_status {
 
 struct sqlock_job_history {
     std::vector<sqlock::job_run_info> runs;
+};
+
+struct sqlock_job_list {
+    std::vector<sqlock::job_info> jobs;
 };
 
 namespace {
@@ -178,6 +183,56 @@ int sqlock_job_history_run(const sqlock_job_history* history, size_t index,
 
 void sqlock_job_history_free(sqlock_job_history* history) {
     delete history;
+}
+
+int sqlock_db_list_jobs(sqlock_db* db, sqlock_job_list** out, sqlock_error** err) {
+    return guarded(err, [&] {
+        require(db, "db");
+        require(out, "out");
+        *out = new sqlock_job_list{sqlock::list_jobs(db->db)};
+        return SQLOCK_OK;
+    });
+}
+
+size_t sqlock_job_list_count(const sqlock_job_list* list) {
+    return list ? list->jobs.size() : 0;
+}
+
+int sqlock_job_list_job(const sqlock_job_list* list, size_t index, sqlock_job_info* info,
+                        sqlock_error** err) {
+    return guarded(err, [&] {
+        require(list, "list");
+        require(info, "info");
+        require_size(info->struct_size, "sqlock_job_info");
+        require_index(index, list->jobs.size(), "job");
+        const auto& j = list->jobs[index];
+        sqlock_job_info c{};
+        c.name = j.name.c_str();
+        c.period_ms = j.period_ms;
+        c.first_fired_ms = j.first_fired_ms;
+        c.last_fired_ms = j.last_fired_ms;
+        c.last_outcome = j.last_outcome.c_str();
+        c.last_started_ms = j.last_started_ms;
+        c.last_duration_ms = j.last_duration_ms;
+        c.last_success_started_ms = j.last_success_started_ms;
+        c.last_success_ended_ms = j.last_success_ended_ms;
+        c.succeeded = j.succeeded;
+        c.failed = j.failed;
+        c.lost = j.lost;
+        c.abandoned = j.abandoned;
+        c.skipped = j.skipped;
+        c.running = j.running_since_ms ? 1 : 0;
+        c.running_since_ms = j.running_since_ms.value_or(0);
+        c.now_ms = j.now_ms;
+        c.slot_done = j.slot_done() ? 1 : 0;
+        c.overdue = j.overdue() ? 1 : 0;
+        hand_out(*info, c);
+        return SQLOCK_OK;
+    });
+}
+
+void sqlock_job_list_free(sqlock_job_list* list) {
+    delete list;
 }
 
 } // extern "C"

@@ -4,8 +4,6 @@
 #include "capi/errors.hpp"
 #include "sqlock/error.hpp"
 
-#include <algorithm>
-
 namespace sqlock::capi {
 
 namespace {
@@ -14,7 +12,13 @@ bool requested(const sqlock_cancel* cancel) noexcept {
     return cancel && cancel->requested.load(std::memory_order_acquire);
 }
 
-/// The steady-clock deadline of a wait of `timeout_ms` (see wait_for_grant).
+int canceled(const grant_wait& wait, sqlock_error** err) {
+    return fail(err, SQLOCK_E_CANCELED,
+                ("the wait for " + wait.what.text() + " was cancelled").c_str());
+}
+
+} // namespace
+
 steady_time deadline_of(std::int64_t timeout_ms) {
     // Beyond a century is forever (and the steady clock's nanoseconds do not overflow).
     constexpr std::int64_t century_ms = 100LL * 366 * 24 * 3600 * 1000;
@@ -25,47 +29,23 @@ steady_time deadline_of(std::int64_t timeout_ms) {
     return std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
 }
 
-int canceled(const grant_wait& wait, sqlock_error** err) {
-    return fail(err, SQLOCK_E_CANCELED,
-                ("the wait for " + wait.what.text() + " was cancelled").c_str());
-}
-
-/// One slice of a cancellable wait: an attempt until the slice's end. A server that refused
-/// every connection until then (errc::timeout, is_server_full) is waited out as the core
-/// would: the whole wait fails that way only at its own deadline.
-bool slice(const grant_wait& wait, steady_time slice_end, steady_time deadline) {
-    try {
-        return wait.attempt(slice_end);
-    } catch (const error& e) {
-        if (slice_end < deadline && e.code() == errc::timeout && is_server_full(e))
-            return false;
-        throw;
-    }
-}
-
-} // namespace
-
-int wait_for_grant(const grant_wait& wait, std::int64_t timeout_ms, const sqlock_cancel* cancel,
+int wait_for_grant(const grant_wait& wait, std::int64_t timeout_ms, sqlock_cancel* cancel,
                    sqlock_error** err) {
     const steady_time deadline = deadline_of(timeout_ms);
     if (!cancel)
-        return wait.attempt(deadline) ? SQLOCK_OK : SQLOCK_NOT_GRANTED;
-    const auto check = std::chrono::milliseconds(SQLOCK_CANCEL_CHECK_MS);
-    for (;;) {
-        if (requested(cancel))
-            return canceled(wait, err);
-        const auto now = std::chrono::steady_clock::now();
-        const steady_time slice_end =
-            deadline == steady_time::min() ? deadline : std::min(deadline, now + check);
-        if (slice(wait, slice_end, deadline)) {
-            if (!requested(cancel))
-                return SQLOCK_OK;
+        return wait.attempt(deadline, nullptr) ? SQLOCK_OK : SQLOCK_NOT_GRANTED;
+    ensure_watcher(); // a forked child's first wait starts its own
+    // The token first, then the flag: a request in between reaches this token's source.
+    const std::stop_token stop = stop_token_of(*cancel);
+    if (requested(cancel))
+        return canceled(wait, err);
+    const bool granted = wait.attempt(deadline, &stop);
+    if (stop.stop_requested() || requested(cancel)) {
+        if (granted)
             wait.give_back(); // the cancel came first: never leave it held
-            return canceled(wait, err);
-        }
-        if (slice_end >= deadline || std::chrono::steady_clock::now() >= deadline)
-            return SQLOCK_NOT_GRANTED;
+        return canceled(wait, err);
     }
+    return granted ? SQLOCK_OK : SQLOCK_NOT_GRANTED;
 }
 
 } // namespace sqlock::capi
@@ -75,14 +55,18 @@ extern "C" {
 int sqlock_cancel_new(sqlock_cancel** out, sqlock_error** err) {
     return sqlock::capi::guarded(err, [&] {
         sqlock::capi::require(out, "out");
-        *out = new sqlock_cancel;
+        auto cancel = std::make_unique<sqlock_cancel>();
+        sqlock::capi::watch(*cancel);
+        *out = cancel.release();
         return SQLOCK_OK;
     });
 }
 
 void sqlock_cancel_request(sqlock_cancel* cancel) {
-    if (cancel)
-        cancel->requested.store(true, std::memory_order_release);
+    if (!cancel)
+        return;
+    cancel->requested.store(true, std::memory_order_release);
+    sqlock::capi::wake_watcher(); // async-signal-safe: see cancel_watch.hpp
 }
 
 int sqlock_cancel_requested(const sqlock_cancel* cancel) {
@@ -91,10 +75,16 @@ int sqlock_cancel_requested(const sqlock_cancel* cancel) {
 
 void sqlock_cancel_reset(sqlock_cancel* cancel) {
     if (cancel)
-        cancel->requested.store(false, std::memory_order_release);
+        sqlock::capi::quietly(0, [&] {
+            sqlock::capi::reset(*cancel);
+            return 0;
+        });
 }
 
 void sqlock_cancel_free(sqlock_cancel* cancel) {
+    if (!cancel)
+        return;
+    sqlock::capi::unwatch(*cancel);
     delete cancel;
 }
 

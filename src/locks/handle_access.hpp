@@ -1,13 +1,17 @@
 // Internal: the door from the asynchronous locks (src/async) to a semaphore's and a shared
 // mutex's members that applications do not get (their headers befriend this type): grants
 // owned by the object rather than a thread, waits that give up on a stop request, and the
-// local end of a grant's lease (for run_while_held's watchdog).
+// local end of a grant's lease (for run_while_held's watchdog). Also the C API's cancellable
+// campaign of a leader election.
 #pragma once
 
+#include "sqlock/leader.hpp"
 #include "sqlock/semaphore.hpp"
 #include "sqlock/shared_mutex.hpp"
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <stop_token>
 
 namespace sqlock::detail {
@@ -36,6 +40,13 @@ public:
     static bool try_lock_shared_cancellable(shared_mutex& m,
                                             std::chrono::steady_clock::time_point deadline,
                                             const std::stop_token& stop);
+
+    /// e.try_campaign_until(deadline) (time_point::max(): campaign()) that also gives up soon
+    /// after `stop` is requested (nullopt), as try_lock_cancellable; a term won after the request
+    /// is still returned (the caller resigns). Throws like campaign().
+    static std::optional<std::int64_t>
+    try_campaign_cancellable(leader_election& e, std::chrono::steady_clock::time_point deadline,
+                             const std::stop_token& stop);
 
     /// The local end of the lease of the permit `s` holds (owned by handle), which renewals
     /// move on; time_point::min() when it holds none. Never throws.

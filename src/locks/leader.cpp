@@ -5,6 +5,8 @@
 #include "sqlock/leader.hpp"
 
 #include "database/database_impl.hpp"
+#include "locks/handle_access.hpp"
+#include "locks/mutex_access.hpp"
 
 #include <mutex>
 #include <thread>
@@ -73,7 +75,10 @@ public:
         held.reset(); // releases what is still held (off the leading thread: all of it)
     }
 
-    std::optional<std::int64_t> campaign(std::chrono::steady_clock::time_point deadline) {
+    /// One campaign until `deadline`; with `stop`, it also gives up soon after a stop request
+    /// (mutex_access::try_lock_cancellable).
+    std::optional<std::int64_t> campaign(std::chrono::steady_clock::time_point deadline,
+                                         const std::stop_token* stop = nullptr) {
         using clock = std::chrono::steady_clock;
         // One campaign at a time (a turnstile, not std::timed_mutex: its timed lock is a
         // pthread_mutex_clocklock, which ThreadSanitizer cannot see).
@@ -92,7 +97,9 @@ public:
         if (!m_next)
             m_next = make_mutex();
         bool won = false;
-        if (deadline == clock::time_point::max()) {
+        if (stop) {
+            won = mutex_access::try_lock_cancellable(*m_next, deadline, *stop);
+        } else if (deadline == clock::time_point::max()) {
             m_next->lock();
             won = true;
         } else {
@@ -212,6 +219,13 @@ std::string leader_election::last_error() const {
 loss_reason leader_election::last_loss() const {
     std::lock_guard state(m_impl->m_state);
     return m_impl->m_last_loss;
+}
+
+std::optional<std::int64_t>
+detail::handle_access::try_campaign_cancellable(leader_election& e,
+                                                std::chrono::steady_clock::time_point deadline,
+                                                const std::stop_token& stop) {
+    return e.m_impl->campaign(deadline, &stop);
 }
 
 } // namespace sqlock
