@@ -138,8 +138,11 @@ std::stop_token stop_token_of(sqlock_cancel& cancel) noexcept {
 
 void reset(sqlock_cancel& cancel) {
     std::lock_guard lock(cancel.mutex);
-    cancel.requested.store(false, std::memory_order_release);
-    if (cancel.source.stop_requested())
+    const bool was_requested = cancel.requested.exchange(false, std::memory_order_acq_rel);
+    // The watcher may hold a copy of this generation's source already (taken while the flag was
+    // set) and request its stop after this reset: a generation that saw a request is never
+    // used again, whether the watcher got to it yet or not.
+    if (was_requested || cancel.source.stop_requested())
         cancel.source = std::stop_source();
 }
 

@@ -35,8 +35,8 @@ void unwatch(sqlock_cancel& cancel) noexcept;
 void wake_watcher() noexcept;
 /// The token a wait of `cancel`'s current generation watches. Never throws.
 std::stop_token stop_token_of(sqlock_cancel& cancel) noexcept;
-/// Clears a request: the flag, and a stop source already requested is replaced. Never throws
-/// but std::bad_alloc.
+/// Clears a request: the flag, and the stop source of a generation that saw a request (stopped
+/// or about to be, by the watcher) is replaced. Never throws but std::bad_alloc.
 void reset(sqlock_cancel& cancel);
 
 } // namespace sqlock::capi
