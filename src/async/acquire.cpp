@@ -1,6 +1,8 @@
 #include "async/acquire.hpp"
 
+#include "async/fiber_host.hpp"
 #include "async/local_line.hpp"
+#include "base/io_wait.hpp"
 
 #include <algorithm>
 
@@ -11,7 +13,7 @@ void async_acquire::start() {
     try {
         auto& line = m_lockable->line();
         if (m_deadline <= std::chrono::steady_clock::now()) {
-            m_lockable->workers().run_acquire([self = shared_from_this()] { self->run(); });
+            run_call([self = shared_from_this()] { self->run(); });
             return;
         }
         if (m_deadline != std::chrono::steady_clock::time_point::max())
@@ -32,9 +34,16 @@ bool async_acquire::claim() noexcept {
     return m_phase.compare_exchange_strong(expected, phase::claimed);
 }
 
+void async_acquire::run_call(std::function<void()> call) {
+    if (const auto* executor = m_lockable->fibers())
+        run_on_fiber(*executor, m_stop.get_token(), std::move(call));
+    else
+        m_lockable->workers().run_acquire(std::move(call));
+}
+
 void async_acquire::run_claimed() noexcept {
     try {
-        m_lockable->workers().run_acquire([self = shared_from_this()] { self->run_head(); });
+        run_call([self = shared_from_this()] { self->run_head(); });
     } catch (...) {
         auto expected = phase::claimed;
         if (!m_phase.compare_exchange_strong(expected, phase::finished))
@@ -51,7 +60,7 @@ void async_acquire::run_head() noexcept {
     auto result = attempt();
     m_phase.store(phase::finished);
     m_lockable->line().head_done(); // the next in line may ask now
-    report(std::move(result));
+    finish(std::move(result));
 }
 
 void async_acquire::end_waiting(acquire_result::outcome how) noexcept {
@@ -84,7 +93,31 @@ void async_acquire::run() noexcept {
         return; // cancelled while it waited for this thread
     auto result = attempt();
     m_phase.store(phase::finished);
-    report(std::move(result));
+    finish(std::move(result));
+}
+
+void async_acquire::finish(acquire_result r) noexcept {
+    if (!r.grant || r.how == acquire_result::outcome::granted) {
+        report(std::move(r));
+        return;
+    }
+    // A grant that raced a cancel, on a fiber: given back on a release thread (a release holds
+    // its hold's std::mutex across its statement, which a fiber must not do across a wait),
+    // and "cancelled" reported only after that.
+    auto grant = std::move(r.grant);
+    try {
+        grant->workers().run_release([self = shared_from_this(), grant]() mutable {
+            grant->release();
+            grant.reset();
+            self->report({acquire_result::outcome::cancelled, nullptr, nullptr});
+        });
+        return;
+    } catch (...) {
+        // no release thread: here rather than leave it held
+    }
+    grant->release();
+    grant.reset();
+    report({acquire_result::outcome::cancelled, nullptr, nullptr});
 }
 
 acquire_result async_acquire::attempt() noexcept {
@@ -93,6 +126,8 @@ acquire_result async_acquire::attempt() noexcept {
     try {
         auto grant = m_lockable->acquire(m_mode, m_deadline, stop);
         if (stop.stop_requested()) {
+            if (grant && on_fiber())
+                return {how::cancelled, nullptr, std::move(grant)}; // finish() gives it back
             if (grant)
                 grant->release(); // the grant raced the cancel: never leave it held
             return {how::cancelled, nullptr, nullptr};
