@@ -17,15 +17,50 @@ void async_acquire::start() {
             return;
         }
         if (m_deadline != std::chrono::steady_clock::time_point::max())
-            m_lockable->workers().run_at(m_deadline, [weak = weak_from_this()] {
-                if (auto self = weak.lock())
-                    self->expire();
-            });
+            arm_deadline();
         line.join(shared_from_this(), m_lockable->units(m_mode));
     } catch (...) {
         auto expected = phase::queued;
         if (m_phase.compare_exchange_strong(expected, phase::finished))
             report({acquire_result::outcome::failed, std::current_exception(), nullptr});
+    }
+}
+
+void async_acquire::arm_deadline() {
+    const auto* executor = m_lockable->fibers();
+    if (!executor) {
+        m_lockable->workers().run_at(m_deadline, [weak = weak_from_this()] {
+            if (auto self = weak.lock())
+                self->expire();
+        });
+        return;
+    }
+    // On the lock's executor rather than the pool's timer thread: no thread for PostgreSQL.
+    auto timer = std::make_shared<asio::steady_timer>(*executor, m_deadline);
+    {
+        std::lock_guard lock(m_timer_mutex);
+        m_timer = timer;
+    }
+    timer->async_wait([weak = weak_from_this()](const std::error_code& ec) {
+        if (auto self = weak.lock(); self && !ec)
+            self->expire();
+    });
+}
+
+void async_acquire::disarm_deadline() noexcept {
+    std::shared_ptr<asio::steady_timer> timer;
+    {
+        std::lock_guard lock(m_timer_mutex);
+        timer = std::move(m_timer);
+    }
+    if (!timer)
+        return;
+    try {
+        // Cancelled on its executor (a timer is not thread-safe): its wait is outstanding
+        // work, which must not keep io_context::run() going until the deadline.
+        asio::post(timer->get_executor(), [timer] { timer->cancel(); });
+    } catch (...) {
+        // It fires at the deadline instead, and finds this acquire over.
     }
 }
 
@@ -141,6 +176,7 @@ acquire_result async_acquire::attempt() noexcept {
 }
 
 void async_acquire::report(acquire_result r) noexcept {
+    disarm_deadline();
     auto done = std::move(m_done);
     m_done = nullptr;
     try {

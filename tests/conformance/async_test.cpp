@@ -338,7 +338,8 @@ TEST_SUITE("async") {
         CHECK(free_now(name));
     }
 
-    TEST_CASE("a head waiting for a busy worker ends at its deadline, or at once when cancelled") {
+    TEST_CASE("a head waiting for a busy worker ends at its deadline, or at once when cancelled "
+              "(PostgreSQL: no head waits for a worker)") {
         io_thread t;
         const auto busy_name = unique_name("async-busy");
         sqlock::mutex holder(db(), busy_name, test::opts());
@@ -364,9 +365,15 @@ TEST_SUITE("async") {
         auto result = waited.get_future().get();
         const auto took = std::chrono::steady_clock::now() - start;
         CHECK_FALSE(result.how.failed);
-        CHECK_FALSE(result.guard);
-        CHECK(took >= 300ms);
-        CHECK(took < 1s);
+        if (test::backend().kind == sqlock::backend_kind::postgresql) {
+            // PostgreSQL heads run on fibers of the executor: the busy worker holds up none.
+            CHECK(result.guard.owns_lock());
+            CHECK(took < 300ms);
+        } else {
+            CHECK_FALSE(result.guard);
+            CHECK(took >= 300ms);
+            CHECK(took < 1s);
+        }
         holder.unlock();
         CHECK(occupying.get_future().get().guard.owns_lock());
     }
