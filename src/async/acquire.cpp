@@ -95,7 +95,7 @@ void async_acquire::run_head() noexcept {
     auto result = attempt();
     m_phase.store(phase::finished);
     m_lockable->line().head_done(); // the next in line may ask now
-    finish(std::move(result));
+    report(std::move(result));
 }
 
 void async_acquire::end_waiting(acquire_result::outcome how) noexcept {
@@ -128,31 +128,7 @@ void async_acquire::run() noexcept {
         return; // cancelled while it waited for this thread
     auto result = attempt();
     m_phase.store(phase::finished);
-    finish(std::move(result));
-}
-
-void async_acquire::finish(acquire_result r) noexcept {
-    if (!r.grant || r.how == acquire_result::outcome::granted) {
-        report(std::move(r));
-        return;
-    }
-    // A grant that raced a cancel, on a fiber: given back on a release thread (a release holds
-    // its hold's std::mutex across its statement, which a fiber must not do across a wait),
-    // and "cancelled" reported only after that.
-    auto grant = std::move(r.grant);
-    try {
-        grant->workers().run_release([self = shared_from_this(), grant]() mutable {
-            grant->release();
-            grant.reset();
-            self->report({acquire_result::outcome::cancelled, nullptr, nullptr});
-        });
-        return;
-    } catch (...) {
-        // no release thread: here rather than leave it held
-    }
-    grant->release();
-    grant.reset();
-    report({acquire_result::outcome::cancelled, nullptr, nullptr});
+    report(std::move(result));
 }
 
 acquire_result async_acquire::attempt() noexcept {
@@ -161,8 +137,6 @@ acquire_result async_acquire::attempt() noexcept {
     try {
         auto grant = m_lockable->acquire(m_mode, m_deadline, stop);
         if (stop.stop_requested()) {
-            if (grant && on_fiber())
-                return {how::cancelled, nullptr, std::move(grant)}; // finish() gives it back
             if (grant)
                 grant->release(); // the grant raced the cancel: never leave it held
             return {how::cancelled, nullptr, nullptr};
@@ -255,7 +229,11 @@ void async_calls::release(std::shared_ptr<async_grant> grant,
         }
     };
     try {
-        grant->workers().run_release([grant, done, finish]() mutable { finish(grant, done); });
+        // PostgreSQL: on a fiber of the lock's executor, as its acquires; else a release thread.
+        if (const auto* executor = grant->fibers())
+            run_on_fiber(*executor, {}, [grant, done, finish]() mutable { finish(grant, done); });
+        else
+            grant->workers().run_release([grant, done, finish]() mutable { finish(grant, done); });
     } catch (...) {
         finish(grant, done); // no thread could be started: here rather than leave it held
     }

@@ -65,11 +65,8 @@ private:
     /// Runs `call` (which must not throw) on a fiber of the lock's executor (fibers()), else on
     /// an acquire thread. Throws what starting it throws.
     void run_call(std::function<void()> call);
-    /// The lock call's outcome, a grant that raced a cancel given back (on a fiber: handed to
-    /// finish() with the outcome "cancelled", to give back).
+    /// The lock call's outcome, a grant that raced a cancel given back.
     acquire_result attempt() noexcept;
-    /// Reports `r`; a grant that came with "cancelled" is given back first. Never throws.
-    void finish(acquire_result r) noexcept;
     /// Reports `r` through m_done (once: the caller won the phase). Never throws.
     void report(acquire_result r) noexcept;
 

@@ -6,11 +6,14 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <sys/mman.h>
 #include <system_error>
 #include <ucontext.h>
 #include <unistd.h>
 #include <utility>
+#include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -59,6 +62,68 @@ std::size_t page_size() noexcept {
     return size;
 }
 
+/// One mapping: a guard page, then the stack.
+struct stack_map {
+    void* base = nullptr;
+    std::size_t size = 0; ///< bytes mapped, guard page included
+};
+
+/// Stacks of fibers that ended, kept for the next ones (up to `keep`, of the default size):
+/// mapping a stack, and touching its fresh pages, costs more than a lock round trip's share.
+class stack_cache {
+public:
+    static stack_cache& instance() {
+        static auto* cache = new stack_cache; // never destroyed: fibers may end at exit
+        return *cache;
+    }
+    std::optional<stack_map> take(std::size_t size) {
+        std::lock_guard lock(m_mutex);
+        for (auto it = m_free.begin(); it != m_free.end(); ++it)
+            if (it->size == size) {
+                const auto found = *it;
+                m_free.erase(it);
+                return found;
+            }
+        return std::nullopt;
+    }
+    /// False when the cache is full: the caller unmaps it.
+    bool put(const stack_map& s) noexcept {
+        std::lock_guard lock(m_mutex);
+        if (m_free.size() >= keep)
+            return false;
+        m_free.push_back(s); // reserved: never allocates
+        return true;
+    }
+
+private:
+    stack_cache() { m_free.reserve(keep); }
+    static constexpr std::size_t keep = 64;
+    std::mutex m_mutex;
+    std::vector<stack_map> m_free;
+};
+
+/// A stack of `size` usable bytes (whole pages) below which a guard page faults.
+stack_map map_stack(std::size_t size) {
+    const auto page = page_size();
+    if (auto cached = stack_cache::instance().take(size + page))
+        return *cached;
+    void* map = ::mmap(nullptr, size + page, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (map == MAP_FAILED)
+        throw std::system_error(errno, std::generic_category(), "fiber stack");
+    if (::mprotect(map, page, PROT_NONE) != 0) {
+        const int e = errno;
+        ::munmap(map, size + page);
+        throw std::system_error(e, std::generic_category(), "fiber guard page");
+    }
+    return {map, size + page};
+}
+
+void unmap_stack(const stack_map& s) noexcept {
+    if (!stack_cache::instance().put(s))
+        ::munmap(s.base, s.size);
+}
+
 } // namespace
 
 struct fiber::context {
@@ -87,18 +152,10 @@ fiber::fiber(std::function<void()> body, std::size_t stack_size)
     : m_body(std::move(body)), m_ctx(std::make_unique<context>()) {
     const auto page = page_size();
     const auto size = (stack_size + page - 1) / page * page;
-    void* map = ::mmap(nullptr, size + page, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (map == MAP_FAILED)
-        throw std::system_error(errno, std::generic_category(), "fiber stack");
-    if (::mprotect(map, page, PROT_NONE) != 0) { // the guard page, below the stack
-        const int e = errno;
-        ::munmap(map, size + page);
-        throw std::system_error(e, std::generic_category(), "fiber guard page");
-    }
-    m_ctx->map = map;
-    m_ctx->map_size = size + page;
-    m_ctx->stack = static_cast<char*>(map) + page;
+    const auto map = map_stack(size);
+    m_ctx->map = map.base;
+    m_ctx->map_size = map.size;
+    m_ctx->stack = static_cast<char*>(map.base) + page;
     m_ctx->stack_size = size;
 #if SQLOCK_FIBER_TSAN
     m_ctx->tsan_fiber = __tsan_create_fiber(0);
@@ -109,7 +166,7 @@ fiber::~fiber() {
 #if SQLOCK_FIBER_TSAN
     __tsan_destroy_fiber(m_ctx->tsan_fiber);
 #endif
-    ::munmap(m_ctx->map, m_ctx->map_size);
+    unmap_stack({m_ctx->map, m_ctx->map_size});
 }
 
 fiber* fiber::current() noexcept {

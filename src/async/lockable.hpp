@@ -30,11 +30,13 @@ public:
     virtual std::stop_token stop_token() const noexcept = 0;
     virtual std::chrono::steady_clock::time_point lease_end() const noexcept = 0;
     virtual const std::string& name() const noexcept = 0;
-    /// Gives the grant back (blocking: runs on a release thread of the pool, or on the acquire
-    /// thread that finds its grant cancelled) and tells how it ended. Called once. Never throws.
+    /// Gives the grant back (blocking: runs on a release thread of the pool or a fiber, or where
+    /// the acquire finds its grant cancelled) and tells how it ended. Called once. Never throws.
     virtual loss_reason release() noexcept = 0;
-    /// The pool whose release threads run release().
+    /// The pool whose release threads run release(), unless fibers() has an executor.
     virtual worker_pool& workers() noexcept = 0;
+    /// The executor on whose fibers release() runs (PostgreSQL), or null: a release thread.
+    virtual const asio::any_io_executor* fibers() const noexcept = 0;
 };
 
 /// One primitive's asynchronous side: takes grants on a worker thread, and knows the acquires

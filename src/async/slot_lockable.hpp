@@ -84,6 +84,7 @@ private:
         }
         const std::string& name() const noexcept override { return m_slot->name(); }
         worker_pool& workers() noexcept override { return m_owner->workers(); }
+        const asio::any_io_executor* fibers() const noexcept override { return m_owner->fibers(); }
 
         loss_reason release() noexcept override {
             if (m_released.exchange(true))

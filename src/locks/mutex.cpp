@@ -660,7 +660,8 @@ mutex::~mutex() {
     if (!held)
         return;
     try {
-        std::lock_guard op(held->op_mutex);
+        detail::lock_op(held->op_mutex);
+        std::lock_guard op(held->op_mutex, std::adopt_lock);
         detail::grant last;
         {
             std::lock_guard state(held->state_mutex);
@@ -732,7 +733,8 @@ void mutex::unlock() noexcept {
         loss = hold->reason; // already known lost (by the lease keeper)?
     }
     try {
-        std::lock_guard op(hold->op_mutex);
+        detail::lock_op(hold->op_mutex); // a release may run on a fiber
+        std::lock_guard op(hold->op_mutex, std::adopt_lock);
         detail::grant held;
         {
             std::lock_guard state(hold->state_mutex);
