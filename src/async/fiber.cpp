@@ -157,6 +157,11 @@ fiber::fiber(std::function<void()> body, std::size_t stack_size)
     m_ctx->map_size = map.size;
     m_ctx->stack = static_cast<char*>(map.base) + page;
     m_ctx->stack_size = size;
+#if SQLOCK_FIBER_ASAN
+    // A reused stack keeps the poisoned redzones of its last fiber's final frames (they never
+    // returned): clean for the new one.
+    __asan_unpoison_memory_region(m_ctx->stack, m_ctx->stack_size);
+#endif
 #if SQLOCK_FIBER_TSAN
     m_ctx->tsan_fiber = __tsan_create_fiber(0);
 #endif
