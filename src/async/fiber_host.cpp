@@ -72,6 +72,7 @@ public:
 
     outcome wait_fd(int fd, fd_event event, time_point deadline, bool interruptible) override;
     outcome pause_until(time_point until) override;
+    bool stop_requested() const noexcept override { return m_stop.stop_requested(); }
 
 private:
     /// On the strand: runs the fiber until it waits or ends, its thread-locals installed.

@@ -24,6 +24,8 @@ public:
     virtual outcome wait_fd(int fd, fd_event event, time_point deadline, bool interruptible) = 0;
     /// Suspends until `until`, or until the waiter's stop is requested (outcome::stopped).
     virtual outcome pause_until(time_point until) = 0;
+    /// True once the waiter's stop is requested: interruptible waits end at once from then on.
+    virtual bool stop_requested() const noexcept = 0;
 };
 
 /// The hook of the calling thread (or fiber), or null: block the thread. Never throws.
@@ -48,6 +50,13 @@ bool pause_until(io_wait::time_point until);
 
 /// pause_until(now + d).
 bool pause_for(std::chrono::steady_clock::duration d);
+
+/// True when the caller runs on a fiber whose waiter was stopped: a loop of interruptible
+/// waits (each of which now ends at once) must end too. Never throws.
+inline bool fiber_stopped() noexcept {
+    const io_wait* hook = current_io_wait();
+    return hook && hook->stop_requested();
+}
 
 /// True when the caller runs on a fiber (a hook is installed): it must not block its thread on
 /// a condition variable, and polls what it waits for between pauses instead. Never throws.

@@ -62,8 +62,8 @@ void wake_hub::await(session* s, const std::string& name, std::uint64_t seen,
     constexpr auto slice = std::chrono::milliseconds(50);
     for (;;) {
         const auto now = std::chrono::steady_clock::now();
-        if (now >= until || generation(name) != seen)
-            return;
+        if (now >= until || generation(name) != seen || fiber_stopped())
+            return; // (a stopped fiber's notification waits end at once: no spinning here)
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now);
         try {
             for (const auto& released : s->wait_notifications(std::min(left, slice)))
