@@ -68,8 +68,9 @@ class lease_watchdog;
 } // namespace detail
 
 /// A bounded pool of threads that run the blocking parts of asynchronous lock operations:
-/// the statements of drivers without a non-blocking interface, and waits in SQLite's file
-/// locks. Acquires with time to wait first queue in their process's line for the lock (no
+/// the statements of drivers without a non-blocking interface (MariaDB), and waits in SQLite's
+/// file locks. PostgreSQL locks do not use it: their acquires and releases run on fibers of the
+/// lock's executor, through libpq's non-blocking interface (docs: guides/async.md). Acquires with time to wait first queue in their process's line for the lock (no
 /// thread: see async_mutex); a line's head, and a try, occupies one of its `size()` threads
 /// until it completes (granted, timed out, cancelled or failed); heads beyond that wait for a
 /// free thread, in the order they came. Cancelling an acquire that waits (in the line or for a
@@ -188,8 +189,8 @@ auto async_acquire_until(const std::shared_ptr<async_lockable>& lockable, acquir
 ///
 /// Empty (operator bool false) when default-made, moved from, released, or returned by a
 /// timed try that timed out. Destroying or assigning over a guard that holds a grant gives
-/// the grant back in the background (on a release thread of the lock's pool, never blocking the
-/// caller), as outstanding work of the lock's executor until it is done (so its io_context::run()
+/// the grant back in the background (on a release thread of the lock's pool, or on PostgreSQL
+/// on the lock's executor; never blocking the caller), as outstanding work of the lock's executor until it is done (so its io_context::run()
 /// does not return before): a guard must not outlive that executor's execution context.
 /// async_unlock() does the same and tells when it is done.
 ///
@@ -239,7 +240,8 @@ public:
     /// Gives the grant back, asynchronously. Completion signature `void(sqlock::loss_reason)`:
     /// loss_reason::none when it was released normally, lost / unknown when it had been lost
     /// (or the release found it gone: another owner may have held it meanwhile). Runs the
-    /// release on a release thread of the lock's pool; never fails (a release that cannot be
+    /// release on a release thread of the lock's pool (PostgreSQL: on the lock's executor, its
+    /// waits costing no thread); never fails (a release that cannot be
     /// confirmed leaves the lease to expire at its TTL). The guard is empty as soon as this is
     /// called. Not cancellable: a release, once asked for, runs to its end. An empty guard
     /// completes at once with loss_reason::none.

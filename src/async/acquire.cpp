@@ -1,6 +1,8 @@
 #include "async/acquire.hpp"
 
+#include "async/fiber_host.hpp"
 #include "async/local_line.hpp"
+#include "base/io_wait.hpp"
 
 #include <algorithm>
 
@@ -11,14 +13,11 @@ void async_acquire::start() {
     try {
         auto& line = m_lockable->line();
         if (m_deadline <= std::chrono::steady_clock::now()) {
-            m_lockable->workers().run_acquire([self = shared_from_this()] { self->run(); });
+            run_call([self = shared_from_this()] { self->run(); });
             return;
         }
         if (m_deadline != std::chrono::steady_clock::time_point::max())
-            m_lockable->workers().run_at(m_deadline, [weak = weak_from_this()] {
-                if (auto self = weak.lock())
-                    self->expire();
-            });
+            arm_deadline();
         line.join(shared_from_this(), m_lockable->units(m_mode));
     } catch (...) {
         auto expected = phase::queued;
@@ -27,14 +26,59 @@ void async_acquire::start() {
     }
 }
 
+void async_acquire::arm_deadline() {
+    const auto* executor = m_lockable->fibers();
+    if (!executor) {
+        m_lockable->workers().run_at(m_deadline, [weak = weak_from_this()] {
+            if (auto self = weak.lock())
+                self->expire();
+        });
+        return;
+    }
+    // On the lock's executor rather than the pool's timer thread: no thread for PostgreSQL.
+    auto timer = std::make_shared<asio::steady_timer>(*executor, m_deadline);
+    {
+        std::lock_guard lock(m_timer_mutex);
+        m_timer = timer;
+    }
+    timer->async_wait([weak = weak_from_this()](const std::error_code& ec) {
+        if (auto self = weak.lock(); self && !ec)
+            self->expire();
+    });
+}
+
+void async_acquire::disarm_deadline() noexcept {
+    std::shared_ptr<asio::steady_timer> timer;
+    {
+        std::lock_guard lock(m_timer_mutex);
+        timer = std::move(m_timer);
+    }
+    if (!timer)
+        return;
+    try {
+        // Cancelled on its executor (a timer is not thread-safe): its wait is outstanding
+        // work, which must not keep io_context::run() going until the deadline.
+        asio::post(timer->get_executor(), [timer] { timer->cancel(); });
+    } catch (...) {
+        // It fires at the deadline instead, and finds this acquire over.
+    }
+}
+
 bool async_acquire::claim() noexcept {
     auto expected = phase::queued;
     return m_phase.compare_exchange_strong(expected, phase::claimed);
 }
 
+void async_acquire::run_call(std::function<void()> call) {
+    if (const auto* executor = m_lockable->fibers())
+        run_on_fiber(*executor, m_stop.get_token(), std::move(call));
+    else
+        m_lockable->workers().run_acquire(std::move(call));
+}
+
 void async_acquire::run_claimed() noexcept {
     try {
-        m_lockable->workers().run_acquire([self = shared_from_this()] { self->run_head(); });
+        run_call([self = shared_from_this()] { self->run_head(); });
     } catch (...) {
         auto expected = phase::claimed;
         if (!m_phase.compare_exchange_strong(expected, phase::finished))
@@ -106,6 +150,7 @@ acquire_result async_acquire::attempt() noexcept {
 }
 
 void async_acquire::report(acquire_result r) noexcept {
+    disarm_deadline();
     auto done = std::move(m_done);
     m_done = nullptr;
     try {
@@ -184,7 +229,11 @@ void async_calls::release(std::shared_ptr<async_grant> grant,
         }
     };
     try {
-        grant->workers().run_release([grant, done, finish]() mutable { finish(grant, done); });
+        // PostgreSQL: on a fiber of the lock's executor, as its acquires; else a release thread.
+        if (const auto* executor = grant->fibers())
+            run_on_fiber(*executor, {}, [grant, done, finish]() mutable { finish(grant, done); });
+        else
+            grant->workers().run_release([grant, done, finish]() mutable { finish(grant, done); });
     } catch (...) {
         finish(grant, done); // no thread could be started: here rather than leave it held
     }

@@ -10,9 +10,12 @@
 #include "async/lockable.hpp"
 #include "sqlock/async.hpp"
 
+#include <asio/steady_timer.hpp>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <stop_token>
 
 namespace sqlock::detail {
@@ -53,6 +56,15 @@ private:
     void run_head() noexcept;
     /// The timer's part, at the deadline of an acquire still queued: reports "timed out".
     void expire() noexcept;
+    /// Arms the deadline of an acquire that joins the line: a timer of the lock's executor
+    /// when it runs on fibers (no thread), else the pool's timer thread. Throws what that
+    /// throws.
+    void arm_deadline();
+    /// Cancels the executor's timer, if any. Never throws.
+    void disarm_deadline() noexcept;
+    /// Runs `call` (which must not throw) on a fiber of the lock's executor (fibers()), else on
+    /// an acquire thread. Throws what starting it throws.
+    void run_call(std::function<void()> call);
     /// The lock call's outcome, a grant that raced a cancel given back.
     acquire_result attempt() noexcept;
     /// Reports `r` through m_done (once: the caller won the phase). Never throws.
@@ -64,6 +76,8 @@ private:
     acquire_done m_done;
     std::stop_source m_stop;
     std::atomic<phase> m_phase{phase::queued};
+    std::mutex m_timer_mutex;                    ///< guards m_timer
+    std::shared_ptr<asio::steady_timer> m_timer; ///< arm_deadline()'s, on fibers
 };
 
 } // namespace sqlock::detail

@@ -84,7 +84,8 @@ async_mutex::async_mutex(executor_type executor, database db, std::string name,
                          mutex_options options, async_options async)
     : m_executor(std::move(executor)),
       m_lockable(detail::make_mutex_lockable(std::move(db), std::move(name), std::move(options),
-                                             detail::async_access::pool(async.workers))) {}
+                                             detail::async_access::pool(async.workers),
+                                             m_executor)) {}
 
 async_mutex::~async_mutex() {
     m_lockable->cancel_all();
@@ -121,7 +122,8 @@ async_leader_election::async_leader_election(executor_type executor, database db
                                              leader_options options, async_options async)
     : m_executor(std::move(executor)),
       m_lockable(detail::make_mutex_lockable(std::move(db), std::move(name), term_options(options),
-                                             detail::async_access::pool(async.workers))) {}
+                                             detail::async_access::pool(async.workers),
+                                             m_executor)) {}
 
 async_leader_election::~async_leader_election() {
     m_lockable->cancel_all();
@@ -145,9 +147,9 @@ async_semaphore::async_semaphore(executor_type executor, database db, std::strin
                                  std::int64_t permits, semaphore_options options,
                                  async_options async)
     : m_executor(std::move(executor)),
-      m_lockable(detail::make_semaphore_lockable(std::move(db), std::move(name), permits,
-                                                 std::move(options),
-                                                 detail::async_access::pool(async.workers))),
+      m_lockable(detail::make_semaphore_lockable(
+          std::move(db), std::move(name), permits, std::move(options),
+          detail::async_access::pool(async.workers), m_executor)),
       m_permits(permits) {}
 
 async_semaphore::~async_semaphore() {
@@ -168,9 +170,9 @@ async_shared_mutex::async_shared_mutex(executor_type executor, database db, std:
                                        mutex_options options, std::int64_t max_readers,
                                        async_options async)
     : m_executor(std::move(executor)),
-      m_lockable(detail::make_shared_mutex_lockable(std::move(db), std::move(name),
-                                                    std::move(options), max_readers,
-                                                    detail::async_access::pool(async.workers))),
+      m_lockable(detail::make_shared_mutex_lockable(
+          std::move(db), std::move(name), std::move(options), max_readers,
+          detail::async_access::pool(async.workers), m_executor)),
       m_max_readers(max_readers) {}
 
 async_shared_mutex::~async_shared_mutex() {

@@ -67,6 +67,15 @@ struct shared_mutex_slot {
     }
 };
 
+/// `executor` when `db`'s sessions wait through the wait hook (acquires run on its fibers),
+/// else none (on worker threads).
+std::optional<asio::any_io_executor> fiber_executor(const database& db,
+                                                    const asio::any_io_executor& executor) {
+    if (impl_of(db).waits_through_hook() && executor)
+        return executor;
+    return std::nullopt;
+}
+
 /// A count of permits or readers as units of a local line (the slot's constructor has
 /// validated it by then: at least 1).
 std::size_t to_units(std::int64_t count) {
@@ -77,34 +86,39 @@ std::size_t to_units(std::int64_t count) {
 
 std::shared_ptr<async_lockable> make_mutex_lockable(database db, std::string name,
                                                     mutex_options options,
-                                                    std::shared_ptr<worker_pool> workers) {
+                                                    std::shared_ptr<worker_pool> workers,
+                                                    const asio::any_io_executor& executor) {
     auto make = [db, name, options] {
         auto slot = std::make_unique<mutex>(db, name, options);
         mutex_access::own_by_handle(*slot);
         return slot;
     };
     auto line = local_line::of(&impl_of(db), "mutex " + name, 1);
+    const auto fibers = fiber_executor(db, executor);
     return std::make_shared<slot_lockable<mutex_slot>>(name, std::move(workers), std::move(make),
-                                                       std::move(line), 1);
+                                                       std::move(line), 1, fibers);
 }
 
 std::shared_ptr<async_lockable> make_semaphore_lockable(database db, std::string name,
                                                         std::int64_t permits, mutex_options options,
-                                                        std::shared_ptr<worker_pool> workers) {
+                                                        std::shared_ptr<worker_pool> workers,
+                                                        const asio::any_io_executor& executor) {
     auto make = [db, name, permits, options] {
         auto slot = std::make_unique<semaphore>(db, name, permits, options);
         handle_access::own_by_handle(*slot);
         return slot;
     };
     auto line = local_line::of(&impl_of(db), "semaphore " + name, to_units(permits));
-    return std::make_shared<slot_lockable<semaphore_slot>>(name, std::move(workers),
-                                                           std::move(make), std::move(line), 1);
+    const auto fibers = fiber_executor(db, executor);
+    return std::make_shared<slot_lockable<semaphore_slot>>(
+        name, std::move(workers), std::move(make), std::move(line), 1, fibers);
 }
 
 std::shared_ptr<async_lockable> make_shared_mutex_lockable(database db, std::string name,
                                                            mutex_options options,
                                                            std::int64_t max_readers,
-                                                           std::shared_ptr<worker_pool> workers) {
+                                                           std::shared_ptr<worker_pool> workers,
+                                                           const asio::any_io_executor& executor) {
     auto make = [db, name, options, max_readers] {
         auto slot = std::make_unique<shared_mutex>(db, name, options, max_readers);
         handle_access::own_by_handle(*slot);
@@ -112,8 +126,9 @@ std::shared_ptr<async_lockable> make_shared_mutex_lockable(database db, std::str
     };
     const auto readers = to_units(max_readers);
     auto line = local_line::of(&impl_of(db), "shared_mutex " + name, readers);
+    const auto fibers = fiber_executor(db, executor);
     return std::make_shared<slot_lockable<shared_mutex_slot>>(
-        name, std::move(workers), std::move(make), std::move(line), readers);
+        name, std::move(workers), std::move(make), std::move(line), readers, fibers);
 }
 
 } // namespace sqlock::detail

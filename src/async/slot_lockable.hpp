@@ -30,8 +30,10 @@ public:
     /// the first is made now, so that a bad name or option throws here. `line` and
     /// `exclusive_units` as for async_lockable. Does not contact the database.
     slot_lockable(std::string name, std::shared_ptr<worker_pool> workers, factory make,
-                  std::shared_ptr<local_line> line, std::size_t exclusive_units)
-        : async_lockable(std::move(name), std::move(workers), std::move(line), exclusive_units),
+                  std::shared_ptr<local_line> line, std::size_t exclusive_units,
+                  std::optional<asio::any_io_executor> fibers)
+        : async_lockable(std::move(name), std::move(workers), std::move(line), exclusive_units,
+                         std::move(fibers)),
           m_make(std::move(make)) {
         give_back(take_slot());
     }
@@ -88,6 +90,7 @@ private:
                 return -1;
         }
         worker_pool& workers() noexcept override { return m_owner->workers(); }
+        const asio::any_io_executor* fibers() const noexcept override { return m_owner->fibers(); }
 
         loss_reason release() noexcept override {
             if (m_released.exchange(true))

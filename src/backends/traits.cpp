@@ -12,6 +12,7 @@ constexpr backend_traits postgresql_traits{
     .lock_files = false,
     .pools_lock_sessions = true,
     .notifies_releases = true,
+    .waits_through_hook = true,
     .queues_waiters_in_server = true, // advisory locks
     .queues_waiters_locally = false,
     .transactional_ddl = true,
@@ -36,6 +37,7 @@ constexpr backend_traits mysql_traits{
     .lock_files = false,
     .pools_lock_sessions = false, // lock sessions run with autocommit off
     .notifies_releases = false,
+    .waits_through_hook = false,
     .queues_waiters_in_server = true, // GET_LOCK
     .queues_waiters_locally = false,
     .transactional_ddl = false, // DDL commits implicitly
@@ -60,6 +62,7 @@ constexpr backend_traits sqlite_traits{
     .lock_files = true,
     .pools_lock_sessions = false,
     .notifies_releases = false,
+    .waits_through_hook = false,
     .queues_waiters_in_server = false,
     .queues_waiters_locally = true,
     .transactional_ddl = true,

@@ -27,6 +27,10 @@ struct backend_traits {
     /// Releases are announced to listening sessions (LISTEN/NOTIFY), unless a transaction
     /// pooler is in the way.
     bool notifies_releases;
+    /// Its sessions wait only through the wait hook (base/io_wait.hpp): statements, connects
+    /// and notification waits suspend a fiber instead of blocking a thread, so asynchronous
+    /// acquires run on fibers of the caller's executor rather than on worker threads.
+    bool waits_through_hook;
     /// unique_key waiters queue in the server on a session-level lock per name, unless a
     /// transaction pooler or a multi-primary cluster is in the way.
     bool queues_waiters_in_server;

@@ -70,6 +70,13 @@ std::optional<std::chrono::steady_clock::time_point> connect_deadline::current()
     return t_connect_deadline;
 }
 
+wait_scopes exchange_wait_scopes(const wait_scopes& next) noexcept {
+    wait_scopes previous{t_busy_wait_limit, t_connect_deadline};
+    t_busy_wait_limit = next.busy_wait_limit;
+    t_connect_deadline = next.connect_deadline;
+    return previous;
+}
+
 std::chrono::milliseconds connect_budget(std::chrono::milliseconds connect_timeout) noexcept {
     using namespace std::chrono;
     if (!t_connect_deadline || *t_connect_deadline == steady_clock::time_point::max())

@@ -88,6 +88,17 @@ private:
     std::optional<std::chrono::steady_clock::time_point> m_outer;
 };
 
+/// The calling thread's busy_wait_limit and connect_deadline scopes, as a fiber host carries
+/// them: a fiber that waits keeps its scopes while other fibers run on its thread, and takes
+/// them to whichever thread resumes it.
+struct wait_scopes {
+    std::optional<std::chrono::milliseconds> busy_wait_limit;
+    std::optional<std::chrono::steady_clock::time_point> connect_deadline;
+};
+
+/// Installs `next` as the calling thread's scopes and returns the ones it had. Never throws.
+wait_scopes exchange_wait_scopes(const wait_scopes& next) noexcept;
+
 /// The shortest a connect is given under a connect_deadline (one made at or past the deadline:
 /// a lock wait's last attempt), so that a server that answers at once is still reached.
 inline constexpr std::chrono::milliseconds min_connect_budget{500};

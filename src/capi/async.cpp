@@ -127,29 +127,35 @@ async_side::~async_side() {
         async_calls::cancel_all(*lockable);
 }
 
+namespace {
+/// The C API has no executor of its caller's: its acquires run on its pool's threads on every
+/// backend (PostgreSQL's fibers need an executor to run on).
+const asio::any_io_executor no_executor{};
+} // namespace
+
 async_maker mutex_maker(const database& db, const std::string& name, const mutex_options& o) {
     return [db, name, o] {
-        return detail::make_mutex_lockable(db, name, o, pool());
+        return detail::make_mutex_lockable(db, name, o, pool(), no_executor);
     };
 }
 
 async_maker semaphore_maker(const database& db, const std::string& name, std::int64_t permits,
                             const mutex_options& o) {
     return [db, name, permits, o] {
-        return detail::make_semaphore_lockable(db, name, permits, o, pool());
+        return detail::make_semaphore_lockable(db, name, permits, o, pool(), no_executor);
     };
 }
 
 async_maker shared_mutex_maker(const database& db, const std::string& name,
                                std::int64_t max_readers, const mutex_options& o) {
     return [db, name, max_readers, o] {
-        return detail::make_shared_mutex_lockable(db, name, o, max_readers, pool());
+        return detail::make_shared_mutex_lockable(db, name, o, max_readers, pool(), no_executor);
     };
 }
 
 async_maker leader_maker(const database& db, const std::string& name, const leader_options& o) {
     return [db, name, m = term_options(o)] {
-        return detail::make_mutex_lockable(db, name, m, pool());
+        return detail::make_mutex_lockable(db, name, m, pool(), no_executor);
     };
 }
 

@@ -133,6 +133,8 @@ public:
     /// Every session is alike, so lock sessions come from the pool and go back to it.
     /// Elsewhere lock sessions differ (autocommit off; a lock file).
     bool pools_lock_sessions() const noexcept { return traits().pools_lock_sessions; }
+    /// Lock calls may run on a fiber (backend_traits::waits_through_hook).
+    bool waits_through_hook() const noexcept { return traits().waits_through_hook; }
     /// A lock session is a connection to the database itself, so statements for the lock's
     /// row can run on it outside the lock's transaction (not per-name lock files).
     bool lock_sessions_reach_tables() const noexcept override { return !traits().lock_files; }

@@ -83,6 +83,9 @@ public:
 
     /// The session routed for `db` on this thread, if any and still usable.
     static session* current(const lock_context& db) noexcept;
+    /// Installs `innermost` as the calling thread's innermost scope and returns the one it
+    /// had: a fiber host carries a fiber's scopes with it (as wait_scopes). Never throws.
+    static route_scope* exchange_innermost(route_scope* innermost) noexcept;
 
 private:
     const lock_context* m_db;

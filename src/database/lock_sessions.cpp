@@ -5,6 +5,7 @@
 #include "database/sessions.hpp"
 
 #include <cstdio>
+#include <utility>
 
 namespace sqlock::detail {
 
@@ -160,6 +161,10 @@ route_scope::route_scope(const lock_context& db, session* s) noexcept
 
 route_scope::~route_scope() {
     t_innermost_route = m_outer;
+}
+
+route_scope* route_scope::exchange_innermost(route_scope* innermost) noexcept {
+    return std::exchange(t_innermost_route, innermost);
 }
 
 session* route_scope::current(const lock_context& db) noexcept {

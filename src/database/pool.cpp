@@ -1,5 +1,6 @@
 // The connection pool: sessions are opened on demand up to pool_size and handed back
 // when a statement or a caller is done with them.
+#include "base/io_wait.hpp"
 #include "database/sessions.hpp"
 #include "sqlock/error.hpp"
 
@@ -17,12 +18,33 @@ void pooled_session::discard() noexcept {
     m_owner->forget_session();
 }
 
+namespace {
+
+/// Waits on a fiber (io_wait.hpp) for `pool`'s condition: unlocks, pauses (1 ms, doubling to
+/// 32 ms) and locks again, since a fiber must not block its thread on the condition variable
+/// (the session it waits for may be given back by another fiber of that thread). False at
+/// `deadline`, or when the fiber's waiter was stopped.
+bool pause_unlocked(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds& step,
+                    std::chrono::steady_clock::time_point deadline) {
+    lock.unlock();
+    const auto now = std::chrono::steady_clock::now();
+    const bool more = now < deadline && pause_until(std::min(deadline, now + step));
+    step = std::min(step * 2, std::chrono::milliseconds(32));
+    lock.lock();
+    return more;
+}
+
+} // namespace
+
 pooled_session session_pool::checkout() {
     std::unique_lock lock(m_mutex);
     const auto deadline = std::chrono::steady_clock::now() + m_options.connect_timeout;
+    const bool fiber = on_fiber();
+    auto step = std::chrono::milliseconds(1);
     while (m_idle.empty() && m_open >= m_options.pool_size) {
-        if (m_cv.wait_until(lock, deadline) == std::cv_status::timeout && m_idle.empty() &&
-            m_open >= m_options.pool_size)
+        const bool more = fiber ? pause_unlocked(lock, step, deadline)
+                                : m_cv.wait_until(lock, deadline) != std::cv_status::timeout;
+        if (!more && m_idle.empty() && m_open >= m_options.pool_size)
             throw error(errc::timeout,
                         "all " + std::to_string(m_options.pool_size) + " pooled connections to " +
                             m_config.redacted_url + " stayed busy for " +

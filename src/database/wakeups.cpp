@@ -3,6 +3,8 @@
 // turnstiles queue a process's own waiters for one name.
 #include "database/wakeups.hpp"
 
+#include "base/io_wait.hpp"
+
 #include <algorithm>
 
 namespace sqlock::detail {
@@ -23,6 +25,15 @@ void wake_hub::wake(const std::string& name) {
 
 void wake_hub::wait(const std::string& name, std::uint64_t seen,
                     std::chrono::steady_clock::time_point until) {
+    if (on_fiber()) {
+        // A fiber must not block its thread: it looks at the generation every fiber_poll.
+        while (generation(name) == seen) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now >= until || !pause_until(std::min(until, now + fiber_poll)))
+                return;
+        }
+        return;
+    }
     std::unique_lock lock(m_mutex);
     m_cv.wait_until(lock, until, [&] {
         const auto it = m_generations.find(name);
@@ -51,8 +62,8 @@ void wake_hub::await(session* s, const std::string& name, std::uint64_t seen,
     constexpr auto slice = std::chrono::milliseconds(50);
     for (;;) {
         const auto now = std::chrono::steady_clock::now();
-        if (now >= until || generation(name) != seen)
-            return;
+        if (now >= until || generation(name) != seen || fiber_stopped())
+            return; // (a stopped fiber's notification waits end at once: no spinning here)
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now);
         try {
             for (const auto& released : s->wait_notifications(std::min(left, slice)))
@@ -64,7 +75,24 @@ void wake_hub::await(session* s, const std::string& name, std::uint64_t seen,
     }
 }
 
+bool turnstile::enter_on_fiber(std::chrono::steady_clock::time_point deadline) {
+    for (;;) {
+        {
+            std::lock_guard lock(m_mutex);
+            if (!m_busy) {
+                m_busy = true;
+                return true;
+            }
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline || !pause_until(std::min(deadline, now + fiber_poll)))
+            return false;
+    }
+}
+
 bool turnstile::enter(std::chrono::steady_clock::time_point deadline) {
+    if (on_fiber())
+        return enter_on_fiber(deadline);
     std::unique_lock lock(m_mutex);
     const auto free = [this] {
         return !m_busy;

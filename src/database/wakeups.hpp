@@ -15,6 +15,10 @@
 
 namespace sqlock::detail {
 
+/// How often a waiter on a fiber (io_wait.hpp) looks again at what a thread would wait for on
+/// a condition variable: a local wake-up, a free turnstile.
+inline constexpr std::chrono::milliseconds fiber_poll{5};
+
 /// Local wake-ups for waiters. Every name has a generation that moves when its lock may have
 /// become free in this process (a local unlock). Releases by other processes reach a waiter
 /// as notifications on its own session instead (await(), PostgreSQL).
@@ -49,6 +53,10 @@ public:
     void leave() noexcept;
 
 private:
+    /// enter() on a fiber (io_wait.hpp), which must not block its thread: asks every
+    /// fiber_poll; false also when the fiber's waiter was stopped.
+    bool enter_on_fiber(std::chrono::steady_clock::time_point deadline);
+
     std::mutex m_mutex;
     std::condition_variable m_cv;
     bool m_busy = false;

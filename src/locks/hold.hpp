@@ -2,10 +2,12 @@
 // keeper that renews it and watches its deadline.
 #pragma once
 
+#include "base/io_wait.hpp"
 #include "database/database_impl.hpp"
 #include "sqlock/mutex.hpp"
 #include "strategies/strategy.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -14,6 +16,39 @@
 #include <thread>
 
 namespace sqlock::detail {
+
+/// active_hold::op_mutex: a lock that any thread may give back, not only the one that took it.
+/// An asynchronous PostgreSQL release runs on a fiber (src/async/fiber_host.hpp), which holds
+/// it across the release statement's wait and may resume on another thread of its executor;
+/// a std::mutex must be unlocked by the thread that locked it. lock() blocks the thread: on a
+/// fiber, use lock_op() below instead.
+class op_lock {
+public:
+    void lock() noexcept {
+        while (m_held.exchange(true, std::memory_order_acquire))
+            m_held.wait(true, std::memory_order_relaxed);
+    }
+    bool try_lock() noexcept { return !m_held.exchange(true, std::memory_order_acquire); }
+    void unlock() noexcept {
+        m_held.store(false, std::memory_order_release);
+        m_held.notify_one(); // no system call unless a thread waits
+    }
+
+private:
+    std::atomic<bool> m_held{false};
+};
+
+/// Takes `op` for the caller: on a fiber (base/io_wait.hpp) by polling between pauses of 1 ms,
+/// so that its thread is not blocked while the lease keeper's renewal holds it (one round
+/// trip); elsewhere by blocking. The caller unlocks it (a std::lock_guard with adopt_lock).
+inline void lock_op(op_lock& op) {
+    if (!on_fiber()) {
+        op.lock();
+        return;
+    }
+    while (!op.try_lock())
+        pause_for(std::chrono::milliseconds(1));
+}
 
 struct active_hold {
     // Fixed at acquisition.
@@ -30,7 +65,7 @@ struct active_hold {
 
     /// Serialises database work on this grant (the owner's re-entry/release and the keeper's
     /// renewal): a pinned select_for_update session is used by one thread at a time.
-    std::mutex op_mutex;
+    op_lock op_mutex;
 
     /// Guards everything below; never held during database work.
     mutable std::mutex state_mutex;

@@ -1,6 +1,7 @@
 #include "sqlock/mutex.hpp"
 
 #include "backends/local_queue.hpp"
+#include "base/io_wait.hpp"
 #include "base/owner.hpp"
 #include "base/waiting.hpp"
 #include "locks/hold.hpp"
@@ -541,8 +542,7 @@ bool acquire_call::wait_out_full_server(bool failed, time_point now) {
         if (now >= m_deadline)
             throw server_full_timeout(m_impl.m_name, *m_refusal, now - m_refused_since);
         const auto pause = m_full_delay.next();
-        std::this_thread::sleep_until(
-            cancel_horizon(m_stop, m_deadline - now < pause ? m_deadline : now + pause));
+        pause_until(cancel_horizon(m_stop, m_deadline - now < pause ? m_deadline : now + pause));
         return true;
     }
     if (!failed) {
@@ -660,7 +660,8 @@ mutex::~mutex() {
     if (!held)
         return;
     try {
-        std::lock_guard op(held->op_mutex);
+        detail::lock_op(held->op_mutex);
+        std::lock_guard op(held->op_mutex, std::adopt_lock);
         detail::grant last;
         {
             std::lock_guard state(held->state_mutex);
@@ -710,7 +711,7 @@ void release_retrying_busy(detail::lock_strategy& strategy, detail::database_imp
             if (!busy || retries >= 2 || !hold.valid(std::chrono::steady_clock::now()))
                 throw;
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20 << retries));
+        detail::pause_for(std::chrono::milliseconds(20 << retries));
     }
 }
 
@@ -732,7 +733,8 @@ void mutex::unlock() noexcept {
         loss = hold->reason; // already known lost (by the lease keeper)?
     }
     try {
-        std::lock_guard op(hold->op_mutex);
+        detail::lock_op(hold->op_mutex); // a release may run on a fiber
+        std::lock_guard op(hold->op_mutex, std::adopt_lock);
         detail::grant held;
         {
             std::lock_guard state(hold->state_mutex);

@@ -1,6 +1,7 @@
 #include "locks/permits.hpp"
 
 #include "backends/local_queue.hpp"
+#include "base/io_wait.hpp"
 #include "base/statements.hpp"
 #include "base/waiting.hpp"
 #include "database/database_impl.hpp"
@@ -263,8 +264,7 @@ bool permit_pool::pause_between_rounds(acquire_call& call, bool failed) {
         if (now >= deadline)
             throw server_full_timeout(m_name, call.refused->last, now - call.refused->since);
         const auto pause = call.full_delay.next();
-        std::this_thread::sleep_until(
-            call.pause_end(deadline - now < pause ? deadline : now + pause));
+        pause_until(call.pause_end(deadline - now < pause ? deadline : now + pause));
         return true;
     }
     if (!failed) {

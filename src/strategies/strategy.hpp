@@ -2,6 +2,7 @@
 // A strategy never sees backend types; dialect differences live in sql/<backend>/*.sql.
 #pragma once
 
+#include "base/io_wait.hpp"
 #include "base/sighting.hpp"
 #include "database/lock_context.hpp"
 #include "sqlock/mutex.hpp"
@@ -136,7 +137,7 @@ auto read_back_release(lock_context& db, const grant& held, Read&& read) {
             if (e.code() != errc::connection || !e.retryable() || at + pause >= limit)
                 throw;
         }
-        std::this_thread::sleep_for(pause);
+        pause_for(pause);
         pause = std::min(pause * 2, std::chrono::milliseconds(400));
     }
 }

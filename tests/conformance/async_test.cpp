@@ -338,7 +338,8 @@ TEST_SUITE("async") {
         CHECK(free_now(name));
     }
 
-    TEST_CASE("a head waiting for a busy worker ends at its deadline, or at once when cancelled") {
+    TEST_CASE("a head waiting for a busy worker ends at its deadline, or at once when cancelled "
+              "(PostgreSQL: no head waits for a worker)") {
         io_thread t;
         const auto busy_name = unique_name("async-busy");
         sqlock::mutex holder(db(), busy_name, test::opts());
@@ -364,11 +365,64 @@ TEST_SUITE("async") {
         auto result = waited.get_future().get();
         const auto took = std::chrono::steady_clock::now() - start;
         CHECK_FALSE(result.how.failed);
-        CHECK_FALSE(result.guard);
-        CHECK(took >= 300ms);
-        CHECK(took < 1s);
+        if (test::backend().kind == sqlock::backend_kind::postgresql) {
+            // PostgreSQL heads run on fibers of the executor: the busy worker holds up none.
+            CHECK(result.guard.owns_lock());
+            CHECK(took < 300ms);
+        } else {
+            CHECK_FALSE(result.guard);
+            CHECK(took >= 300ms);
+            CHECK(took < 1s);
+        }
         holder.unlock();
         CHECK(occupying.get_future().get().guard.owns_lock());
+    }
+
+    TEST_CASE("PostgreSQL: heads run on fibers of the lock's executor, never on a worker") {
+        if (test::backend().kind != sqlock::backend_kind::postgresql)
+            return;
+        // One io thread, a pool of one busy-able worker, and many heads waiting in the server
+        // at once: with workers they would take turns at the one thread (the last would time
+        // out behind the first); on fibers they all wait side by side, and no thread starts.
+        constexpr std::size_t names = 20;
+        io_thread t;
+        const sqlock::async_workers one(1);
+        const auto base = unique_name("async-fibers");
+        std::vector<std::unique_ptr<sqlock::mutex>> holders;
+        std::vector<std::unique_ptr<sqlock::async_mutex>> locks;
+        for (std::size_t n = 0; n < names; ++n) {
+            const auto name = base + "-" + std::to_string(n);
+            holders.push_back(std::make_unique<sqlock::mutex>(db(), name, test::opts()));
+            holders.back()->lock();
+            locks.push_back(std::make_unique<sqlock::async_mutex>(
+                t.io.get_executor(), db(), name, test::opts(), sqlock::async_options{one}));
+        }
+        const auto threads_before = thread_count();
+        std::vector<std::promise<outcome>> results(names);
+        for (std::size_t n = 0; n < names; ++n)
+            asio::post(t.io, [&, n] { locks[n]->async_try_lock_for(20s, into(results[n])); });
+        // Every head waits in the server now (or soon): its holder's release grants it.
+        std::this_thread::sleep_for(300ms);
+        const auto threads_waiting = thread_count();
+        const auto start = std::chrono::steady_clock::now();
+        for (std::size_t n = names; n-- > 0;) // the last started first
+            holders[n]->unlock();
+        std::vector<sqlock::async_guard> guards;
+        for (auto& r : results) {
+            auto got = r.get_future().get();
+            CHECK_FALSE(got.how.failed);
+            CHECK(got.guard.owns_lock());
+            guards.push_back(std::move(got.guard));
+        }
+        const auto took = std::chrono::steady_clock::now() - start;
+        MESSAGE("threads: " << threads_before << " before the heads, " << threads_waiting
+                            << " while " << names << " heads waited; all granted in "
+                            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                            << " ms");
+        CHECK(threads_waiting == threads_before); // no acquire thread, no timer thread
+        CHECK(took < 5s); // side by side (each head polls its seat at most ~1 s apart)
+        for (auto& g : guards)
+            g.async_unlock(future_on(t.io)).get();
     }
 
     TEST_CASE("a guard moves to another thread pool: it still owns, fences and releases there") {
@@ -815,6 +869,13 @@ TEST_SUITE("async") {
         // The watcher and the second io thread, the pool's acquire and release threads, its
         // timer thread, and a few of sqlock's own (renewal, wake-ups): none per waiter.
         CHECK(most_threads <= threads_before + 2 + 2 * sqlock::async_workers::default_size + 1 + 4);
+        if (test::backend().kind == sqlock::backend_kind::postgresql) {
+            // Heads and releases run on fibers of the two io threads: no thread of the pool
+            // at all (acquire, release or timer); only the watcher, the second io thread and
+            // at most sqlock's fixed background threads (the lease keeper's, started on the
+            // first grant if no earlier test started them).
+            CHECK(most_threads <= threads_before + 2 + 2);
+        }
         if (server)
             CHECK(most_connections <= names);
     }

@@ -20,6 +20,7 @@
 //   - after the first failure the later items do not run.
 #include "backends/backend.hpp"
 #include "backends/module.hpp"
+#include "base/io_wait.hpp"
 #include "base/owner.hpp"
 #include "base/session.hpp"
 
@@ -45,6 +46,7 @@
 #include <string>
 #include <string_view>
 #include <sys/socket.h>
+#include <system_error>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -294,18 +296,19 @@ pg_conn_ptr connect_bounded(const connection_config& config) {
                             "\n";
                 break;
             }
-            pollfd p{};
-            p.fd = PQsocket(c.get());
-            p.events = polled == PGRES_POLLING_READING ? POLLIN : POLLOUT;
-            const auto left = std::chrono::ceil<std::chrono::milliseconds>(end - now);
-            const int ready =
-                ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 60'000)));
-            if (ready < 0 && errno != EINTR) {
+            bool ready = false;
+            try {
+                // poll() on this thread, or a fiber's wait (io_wait.hpp)
+                ready = wait_for_fd(PQsocket(c.get()),
+                                    polled == PGRES_POLLING_READING ? io_wait::fd_event::readable
+                                                                    : io_wait::fd_event::writable,
+                                    end);
+            } catch (const std::system_error& e) {
                 failures += "connection to server at \"" + host.host +
-                            "\" failed: poll: " + std::to_string(errno) + "\n";
+                            "\" failed: poll: " + std::to_string(e.code().value()) + "\n";
                 break;
             }
-            if (ready > 0)
+            if (ready)
                 polled = PQconnectPoll(c.get());
         }
     }
@@ -385,6 +388,63 @@ void text_params(std::span<const param> params, std::vector<std::string>& storag
         }
     }
 }
+
+/// A statement's I/O on a fiber (io_wait.hpp): libpq in non-blocking mode, its socket waited on
+/// through the hook, so that the fiber's thread runs other work meanwhile. Without a hook (the
+/// synchronous API) it does nothing and libpq blocks in its own poll() as before. The
+/// connection goes back to blocking mode when it ends.
+class fiber_io {
+public:
+    explicit fiber_io(PGconn* conn) noexcept
+        : m_conn(conn), m_on(current_io_wait() != nullptr && PQsetnonblocking(conn, 1) == 0) {}
+    ~fiber_io() {
+        if (m_on)
+            PQsetnonblocking(m_conn, 0); // nothing left to send: no blocking flush
+    }
+    fiber_io(const fiber_io&) = delete;
+    fiber_io& operator=(const fiber_io&) = delete;
+
+    /// Sends what libpq has queued, waiting for the socket as needed. False when libpq failed
+    /// (the connection broke): PQgetResult then reports it.
+    bool flush() {
+        if (!m_on)
+            return true;
+        for (;;) {
+            const int left = PQflush(m_conn);
+            if (left <= 0)
+                return left == 0;
+            // Read too while the send waits: the server may be blocked writing to us.
+            wait(io_wait::fd_event::writable);
+            if (PQconsumeInput(m_conn) == 0)
+                return false;
+        }
+    }
+
+    /// Waits until PQgetResult would not block. False when libpq failed (PQgetResult then
+    /// returns the error).
+    bool await_result() {
+        if (!m_on)
+            return true;
+        while (PQisBusy(m_conn)) {
+            wait(io_wait::fd_event::readable);
+            if (PQconsumeInput(m_conn) == 0)
+                return false;
+        }
+        return true;
+    }
+
+private:
+    void wait(io_wait::fd_event event) {
+        try {
+            wait_for_fd(PQsocket(m_conn), event, io_wait::time_point::max());
+        } catch (const std::system_error&) {
+            // PQconsumeInput/PQflush next finds what is wrong with the socket
+        }
+    }
+
+    PGconn* m_conn;
+    bool m_on;
+};
 
 class postgres_session final : public session {
 public:
@@ -507,7 +567,8 @@ protected:
         if (PQenterPipelineMode(conn) != 1)
             pipeline_trouble(conn, "batch: entering pipeline mode");
         try {
-            run_pipeline(conn, items, out);
+            fiber_io io(conn);
+            run_pipeline(conn, items, out, io);
         } catch (const error&) {
             throw;
         } catch (...) {
@@ -632,10 +693,17 @@ public:
         collect();
         if (!payloads.empty())
             return payloads;
-        pollfd pfd{PQsocket(conn), POLLIN, 0};
-        const int ready =
-            ::poll(&pfd, 1, static_cast<int>(std::clamp<long long>(timeout.count(), 0, 60'000)));
-        if (ready > 0) {
+        const auto until = std::chrono::steady_clock::now() +
+                           std::clamp(timeout, std::chrono::milliseconds::zero(),
+                                      std::chrono::milliseconds(60'000));
+        bool ready = false;
+        try {
+            // a stop request ends a fiber's wait at once (the caller looks at it next)
+            ready = wait_for_fd(PQsocket(conn), io_wait::fd_event::readable, until, true);
+        } catch (const std::system_error&) {
+            ready = false; // as a failed poll() was: nothing read, the caller asks again
+        }
+        if (ready) {
             if (PQconsumeInput(conn) == 0) {
                 m_broken = true;
                 throw error(errc::connection,
@@ -732,7 +800,8 @@ private:
         PGconn* const conn = m_pg;
         if (!conn || PQstatus(conn) != CONNECTION_OK || PQpipelineStatus(conn) != PQ_PIPELINE_OFF)
             pipeline_trouble(conn, what);
-        pq_result res(PQexec(conn, sql.c_str()));
+        pq_result res =
+            current_io_wait() ? exec_on_fiber(conn, sql) : pq_result(PQexec(conn, sql.c_str()));
         if (res) {
             switch (PQresultStatus(res.get())) {
             case PGRES_COMMAND_OK:
@@ -747,6 +816,27 @@ private:
         batch_failed(batch_failure{what,
                                    res ? PQresultErrorMessage(res.get()) : PQerrorMessage(conn),
                                    state ? state : ""});
+    }
+
+    /// PQexec's work on a fiber: sends `sql`, waits for its results through the hook and
+    /// returns the last (null when libpq could not send it: PQerrorMessage says why).
+    static pq_result exec_on_fiber(PGconn* conn, const std::string& sql) {
+        fiber_io io(conn);
+        if (PQsendQuery(conn, sql.c_str()) != 1)
+            return nullptr;
+        io.flush();
+        pq_result last;
+        for (;;) {
+            io.await_result();
+            pq_result next(PQgetResult(conn));
+            if (!next)
+                return last;
+            last = std::move(next);
+            const auto status = PQresultStatus(last.get());
+            if (status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH ||
+                PQstatus(conn) == CONNECTION_BAD)
+                return last; // as PQexec stops there
+        }
     }
 
     /// One queued pipeline operation: the Parse of item `item`'s statement, or its Execute.
@@ -812,8 +902,9 @@ private:
     /// the count bounds the loop.
     bool read_pipeline(PGconn* conn, std::span<const batch_item> items,
                        const std::vector<pipeline_op>& ops, std::vector<result>& out,
-                       std::optional<batch_failure>& failure) {
+                       std::optional<batch_failure>& failure, fiber_io& io) {
         for (const auto& op : ops) {
+            io.await_result();
             const pq_result res(PQgetResult(conn));
             if (!res)
                 return false;
@@ -841,9 +932,11 @@ private:
                 break;
             }
             }
+            io.await_result();
             if (const pq_result extra(PQgetResult(conn)); extra)
                 return false;
         }
+        io.await_result();
         const pq_result sync(PQgetResult(conn));
         return sync && PQresultStatus(sync.get()) == PGRES_PIPELINE_SYNC;
     }
@@ -871,7 +964,8 @@ private:
         }
     }
 
-    void run_pipeline(PGconn* conn, std::span<const batch_item> items, std::vector<result>& out) {
+    void run_pipeline(PGconn* conn, std::span<const batch_item> items, std::vector<result>& out,
+                      fiber_io& io) {
         // Queue everything; libpq keeps it in its buffer (below 64 KB) until the Sync.
         std::vector<pipeline_op> ops;
         ops.reserve(2 * items.size());
@@ -882,8 +976,9 @@ private:
                 queue_failure = queue_item(conn, i, items[i], preparing, ops);
         if (PQpipelineSync(conn) != 1) // the one send
             pipeline_trouble(conn, "batch: sending it");
+        io.flush();
         std::optional<batch_failure> failure;
-        if (!read_pipeline(conn, items, ops, out, failure) || PQexitPipelineMode(conn) != 1)
+        if (!read_pipeline(conn, items, ops, out, failure, io) || PQexitPipelineMode(conn) != 1)
             m_broken = true; // results or commands left behind: libpqxx cannot use it now
         if (!m_broken)
             note_transaction_status(conn);
