@@ -8,7 +8,6 @@
 #include "async/primitive_slots.hpp"
 #include "capi/async_types.hpp"
 #include "capi/errors.hpp"
-#include "capi/handles.hpp"
 #include "capi/waiting.hpp"
 
 using namespace sqlock::capi;
@@ -92,27 +91,6 @@ void complete(sqlock_acquire& a, acquire_result r) noexcept {
     unref(a);
 }
 
-/// A *_start function: an acquire of `mode` of the handle's side.
-template <class Handle>
-int start(Handle* h, const char* kind, acquire_mode mode, std::int64_t timeout_ms,
-          sqlock_acquire_fn done, void* user, sqlock_acquire** out, sqlock_error** err) {
-    return guarded(err, [&] {
-        require(h, kind);
-        require(reinterpret_cast<const void*>(done), "done");
-        require(out, "out");
-        auto lockable = lockable_of(h->async);
-        const std::string what = subject{kind, async_calls::name(*lockable)}.text();
-        auto a = std::make_unique<sqlock_acquire>(done, user, what);
-        auto* raw = a.get();
-        a->op = async_calls::prepare(lockable, mode, deadline_of(timeout_ms),
-                                     [raw](acquire_result r) { complete(*raw, std::move(r)); });
-        const auto op = a->op;
-        async_calls::start(op); // may report at once (the pool could not take it)
-        *out = a.release();
-        return SQLOCK_OK;
-    });
-}
-
 } // namespace
 
 void unref(sqlock_acquire& a) noexcept {
@@ -120,6 +98,25 @@ void unref(sqlock_acquire& a) noexcept {
         sqlock_error_free(a.error);
         delete &a;
     }
+}
+
+int start_acquire(async_side& side, const char* kind, bool shared, std::int64_t timeout_ms,
+                  sqlock_acquire_fn done, void* user, sqlock_acquire** out, sqlock_error** err) {
+    return guarded(err, [&] {
+        require(reinterpret_cast<const void*>(done), "done");
+        require(out, "out");
+        auto lockable = lockable_of(side);
+        const std::string what = subject{kind, async_calls::name(*lockable)}.text();
+        auto a = std::make_unique<sqlock_acquire>(done, user, what);
+        auto* raw = a.get();
+        const auto mode = shared ? acquire_mode::shared : acquire_mode::exclusive;
+        a->op = async_calls::prepare(lockable, mode, deadline_of(timeout_ms),
+                                     [raw](acquire_result r) { complete(*raw, std::move(r)); });
+        const auto op = a->op;
+        async_calls::start(op); // may report at once (the pool could not take it)
+        *out = a.release();
+        return SQLOCK_OK;
+    });
 }
 
 async_side::~async_side() {
@@ -162,34 +159,6 @@ async_maker leader_maker(const database& db, const std::string& name, const lead
 } // namespace sqlock::capi
 
 extern "C" {
-
-int sqlock_mutex_lock_start(sqlock_mutex* mutex, int64_t timeout_ms, sqlock_acquire_fn done,
-                            void* user, sqlock_acquire** out, sqlock_error** err) {
-    return start(mutex, "lock", acquire_mode::exclusive, timeout_ms, done, user, out, err);
-}
-
-int sqlock_semaphore_acquire_start(sqlock_semaphore* semaphore, int64_t timeout_ms,
-                                   sqlock_acquire_fn done, void* user, sqlock_acquire** out,
-                                   sqlock_error** err) {
-    return start(semaphore, "semaphore", acquire_mode::exclusive, timeout_ms, done, user, out, err);
-}
-
-int sqlock_shared_mutex_lock_start(sqlock_shared_mutex* mutex, int64_t timeout_ms,
-                                   sqlock_acquire_fn done, void* user, sqlock_acquire** out,
-                                   sqlock_error** err) {
-    return start(mutex, "shared mutex", acquire_mode::exclusive, timeout_ms, done, user, out, err);
-}
-
-int sqlock_shared_mutex_lock_shared_start(sqlock_shared_mutex* mutex, int64_t timeout_ms,
-                                          sqlock_acquire_fn done, void* user, sqlock_acquire** out,
-                                          sqlock_error** err) {
-    return start(mutex, "shared mutex", acquire_mode::shared, timeout_ms, done, user, out, err);
-}
-
-int sqlock_leader_campaign_start(sqlock_leader* leader, int64_t timeout_ms, sqlock_acquire_fn done,
-                                 void* user, sqlock_acquire** out, sqlock_error** err) {
-    return start(leader, "election", acquire_mode::exclusive, timeout_ms, done, user, out, err);
-}
 
 void sqlock_acquire_cancel(sqlock_acquire* acquire) {
     if (!acquire)

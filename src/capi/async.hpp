@@ -7,6 +7,7 @@
 #include "sqlock/database.hpp"
 #include "sqlock/leader.hpp"
 #include "sqlock/mutex.hpp"
+#include "sqlock/sqlock.h"
 
 #include <cstdint>
 #include <functional>
@@ -45,5 +46,11 @@ async_maker semaphore_maker(const database& db, const std::string& name, std::in
 async_maker shared_mutex_maker(const database& db, const std::string& name,
                                std::int64_t max_readers, const mutex_options& o);
 async_maker leader_maker(const database& db, const std::string& name, const leader_options& o);
+
+/// A *_start function's work on a handle's side (async_start.cpp has checked the handle): an
+/// acquire (`shared`: a shared mutex's shared mode) made on the side's async_lockable,
+/// reported to `done`, in *out. The C API's code, with the failure in *err.
+int start_acquire(async_side& side, const char* kind, bool shared, std::int64_t timeout_ms,
+                  sqlock_acquire_fn done, void* user, sqlock_acquire** out, sqlock_error** err);
 
 } // namespace sqlock::capi

@@ -1,5 +1,6 @@
 // The C API's waits without a thread in a library built without the asynchronous locks
-// (SQLOCK_WITH_ASYNC=OFF: no Asio): every *_start is SQLOCK_E_UNSUPPORTED (sqlock.h).
+// (SQLOCK_WITH_ASYNC=OFF: no Asio): every *_start is SQLOCK_E_UNSUPPORTED (sqlock.h), and
+// so is every call on an acquire or a grant (there can be none).
 #include "capi/async.hpp"
 #include "capi/errors.hpp"
 
@@ -33,32 +34,17 @@ async_maker leader_maker(const database&, const std::string&, const leader_optio
     return {};
 }
 
+int start_acquire(async_side&, const char*, bool, std::int64_t, sqlock_acquire_fn, void*,
+                  sqlock_acquire**, sqlock_error** err) {
+    return unsupported(err);
+}
+
 } // namespace sqlock::capi
 
 using sqlock::capi::unsupported;
 
 extern "C" {
 
-int sqlock_mutex_lock_start(sqlock_mutex*, int64_t, sqlock_acquire_fn, void*, sqlock_acquire**,
-                            sqlock_error** err) {
-    return unsupported(err);
-}
-int sqlock_semaphore_acquire_start(sqlock_semaphore*, int64_t, sqlock_acquire_fn, void*,
-                                   sqlock_acquire**, sqlock_error** err) {
-    return unsupported(err);
-}
-int sqlock_shared_mutex_lock_start(sqlock_shared_mutex*, int64_t, sqlock_acquire_fn, void*,
-                                   sqlock_acquire**, sqlock_error** err) {
-    return unsupported(err);
-}
-int sqlock_shared_mutex_lock_shared_start(sqlock_shared_mutex*, int64_t, sqlock_acquire_fn, void*,
-                                          sqlock_acquire**, sqlock_error** err) {
-    return unsupported(err);
-}
-int sqlock_leader_campaign_start(sqlock_leader*, int64_t, sqlock_acquire_fn, void*,
-                                 sqlock_acquire**, sqlock_error** err) {
-    return unsupported(err);
-}
 void sqlock_acquire_cancel(sqlock_acquire*) {}
 int sqlock_acquire_result(sqlock_acquire*, sqlock_grant**, sqlock_error** err) {
     return unsupported(err);
