@@ -1,7 +1,9 @@
-// The fiber of fiber.hpp: ucontext switching, an mmap'd stack with a guard page, and the
-// bookkeeping that keeps AddressSanitizer, ThreadSanitizer and the C++ runtime's exception
-// state right across switches.
+// The fiber of fiber.hpp: the stack switch (context_switch.hpp, or ucontext), an mmap'd stack with
+// a guard page, and the bookkeeping that keeps AddressSanitizer, ThreadSanitizer and the C++
+// runtime's exception state right across switches.
 #include "async/fiber.hpp"
+
+#include "async/context_switch.hpp"
 
 #include <cerrno>
 #include <cstdint>
@@ -127,8 +129,13 @@ void unmap_stack(const stack_map& s) noexcept {
 } // namespace
 
 struct fiber::context {
+#if SQLOCK_OWN_CONTEXT_SWITCH
+    void* host = nullptr; ///< the resuming side's saved stack pointer, while the fiber runs
+    void* self = nullptr; ///< the fiber's, while it is suspended (or its first frame)
+#else
     ucontext_t host{};
     ucontext_t self{};
+#endif
     void* map = nullptr;      ///< guard page + stack
     std::size_t map_size = 0; ///< bytes mapped
     char* stack = nullptr;    ///< lowest usable byte
@@ -180,7 +187,11 @@ fiber* fiber::current() noexcept {
 
 void fiber::entry(unsigned int high, unsigned int low) noexcept {
     const auto address = (static_cast<std::uintptr_t>(high) << 32) | low;
-    auto* self = reinterpret_cast<fiber*>(address);
+    start(reinterpret_cast<fiber*>(address));
+}
+
+void fiber::start(void* fiber_address) noexcept {
+    auto* self = static_cast<fiber*>(fiber_address);
 #if SQLOCK_FIBER_ASAN
     __sanitizer_finish_switch_fiber(nullptr, &self->m_ctx->host_bottom, &self->m_ctx->host_size);
 #endif
@@ -203,6 +214,9 @@ bool fiber::resume() {
         return true;
     if (!m_started) {
         m_started = true;
+#if SQLOCK_OWN_CONTEXT_SWITCH
+        m_ctx->self = prepare_context(m_ctx->stack, m_ctx->stack_size, &fiber::start, this);
+#else
         ::getcontext(&m_ctx->self);
         m_ctx->self.uc_stack.ss_sp = m_ctx->stack;
         m_ctx->self.uc_stack.ss_size = m_ctx->stack_size;
@@ -211,6 +225,7 @@ bool fiber::resume() {
         ::makecontext(&m_ctx->self, reinterpret_cast<void (*)()>(&fiber::entry), 2,
                       static_cast<unsigned int>(address >> 32),
                       static_cast<unsigned int>(address & 0xffffffffU));
+#endif
     }
     switch_out_of_host();
     if (m_finished && m_escaped)
@@ -233,7 +248,11 @@ void fiber::switch_out_of_host() {
 #if SQLOCK_FIBER_ASAN
     __sanitizer_start_switch_fiber(&c.host_fake_stack, c.stack, c.stack_size);
 #endif
+#if SQLOCK_OWN_CONTEXT_SWITCH
+    sqlock_switch_context(&c.host, c.self);
+#else
     ::swapcontext(&c.host, &c.self);
+#endif
 #if SQLOCK_FIBER_ASAN
     __sanitizer_finish_switch_fiber(c.host_fake_stack, nullptr, nullptr);
 #endif
@@ -253,7 +272,11 @@ void fiber::switch_out_of_fiber(bool final) {
 #else
     (void) final;
 #endif
+#if SQLOCK_OWN_CONTEXT_SWITCH
+    sqlock_switch_context(&c.self, c.host);
+#else
     ::swapcontext(&c.self, &c.host);
+#endif
 #if SQLOCK_FIBER_ASAN
     __sanitizer_finish_switch_fiber(c.fiber_fake_stack, &c.host_bottom, &c.host_size);
 #endif

@@ -1,9 +1,10 @@
-// Internal: a stackful fiber (ucontext: makecontext/swapcontext on an mmap'd stack with a guard
-// page). An asynchronous PostgreSQL acquire runs the synchronous lock protocol on one, so that
-// its waits suspend the fiber instead of blocking a thread (fiber_host.hpp). Annotated for
-// AddressSanitizer and ThreadSanitizer, and it carries the C++ runtime's exception state
-// (caught exceptions, std::uncaught_exceptions()) with the fiber, so a fiber may suspend inside
-// a catch block while others run on its thread, and resume on another thread.
+// Internal: a stackful fiber (on an mmap'd stack with a guard page; switched by
+// context_switch.hpp on x86-64, by ucontext's swapcontext elsewhere). An asynchronous PostgreSQL
+// acquire runs the synchronous lock protocol on one, so that its waits suspend the fiber instead of
+// blocking a thread (fiber_host.hpp). Annotated for AddressSanitizer and ThreadSanitizer, and it
+// carries the C++ runtime's exception state (caught exceptions, std::uncaught_exceptions()) with
+// the fiber, so a fiber may suspend inside a catch block while others run on its thread, and resume
+// on another thread.
 #pragma once
 
 #include <cstddef>
@@ -39,7 +40,10 @@ public:
     static constexpr std::size_t default_stack_size = 256 * 1024;
 
 private:
-    struct context; // ucontext_t and the sanitizers' bookkeeping, kept out of this header
+    struct context; // the saved contexts and the sanitizers' bookkeeping, kept out of this header
+    /// The fiber's first frame: runs the body, then leaves for good. `self` is the fiber.
+    static void start(void* self) noexcept;
+    /// start() as makecontext() calls it (the pointer in two halves), where ucontext is used.
     static void entry(unsigned int high, unsigned int low) noexcept;
     void run_body() noexcept;
     /// Switches from the running side (`from` true: this fiber) to the other. Carries the
