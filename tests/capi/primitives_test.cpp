@@ -2,6 +2,8 @@
 #include "fixture.hpp"
 
 #include <atomic>
+#include <cstddef>
+#include <cstring>
 #include <set>
 #include <thread>
 
@@ -263,5 +265,70 @@ TEST_SUITE("jobs") {
         CHECK(std::string(r.message) == "the job said no");
         CHECK(std::string(r.slot) == slot);
         sqlock_job_close(job);
+    }
+
+    TEST_CASE("list_jobs: every job that fired, with its counts; a short info struct is kept") {
+        const auto ok_name = unique_name("listed-ok"), failing_name = unique_name("listed-fails");
+        sqlock_job_options o;
+        sqlock_job_options_init(&o);
+        o.period_ms = 3600 * 1000;
+        auto lock = opts();
+        o.lock = &lock;
+        error_slot err;
+        job_probe probe;
+        sqlock_job_result r;
+        r.struct_size = sizeof r;
+        for (const auto* name : {&ok_name, &failing_name}) {
+            sqlock_job* job = nullptr;
+            REQUIRE(sqlock_job_open(&job, db(), name->c_str(), &o, err.out()) == SQLOCK_OK);
+            probe.status = name == &ok_name ? 0 : 3;
+            REQUIRE_MESSAGE(sqlock_job_run(job, job_body, &probe, &r, err.out()) == SQLOCK_OK,
+                            err.message());
+            sqlock_job_close(job);
+        }
+
+        sqlock_job_list* list = nullptr;
+        REQUIRE_MESSAGE(sqlock_db_list_jobs(db(), &list, err.out()) == SQLOCK_OK, err.message());
+        const auto count = sqlock_job_list_count(list);
+        int seen = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+            sqlock_job_info info;
+            info.struct_size = sizeof info;
+            REQUIRE(sqlock_job_list_job(list, i, &info, err.out()) == SQLOCK_OK);
+            const std::string name = info.name;
+            if (name != ok_name && name != failing_name)
+                continue; // other tests' jobs
+            ++seen;
+            const bool ok = name == ok_name;
+            CHECK(info.period_ms == 3600 * 1000);
+            CHECK(std::string(info.last_outcome) == (ok ? "succeeded" : "failed"));
+            CHECK(info.succeeded == (ok ? 1 : 0));
+            CHECK(info.failed == (ok ? 0 : 1));
+            CHECK(info.running == 0);
+            CHECK(info.first_fired_ms > 0);
+            CHECK(info.last_fired_ms >= info.first_fired_ms);
+            CHECK(info.slot_done == (ok ? 1 : 0));
+            CHECK((info.last_success_started_ms > 0) == ok);
+        }
+        CHECK(seen == 2);
+
+        // An older caller's shorter struct: nothing written past its struct_size.
+        struct old_info {
+            sqlock_job_info head;
+        } older;
+        std::memset(&older, 0x5a, sizeof older);
+        older.head.struct_size = offsetof(sqlock_job_info, last_outcome);
+        REQUIRE(count > 0);
+        REQUIRE(sqlock_job_list_job(list, 0, &older.head, err.out()) == SQLOCK_OK);
+        CHECK(older.head.name != nullptr);
+        CHECK(older.head.succeeded == static_cast<std::int64_t>(0x5a5a5a5a5a5a5a5aLL));
+
+        CHECK(sqlock_job_list_job(list, count, nullptr, err.out()) == SQLOCK_E_INVALID_ARGUMENT);
+        sqlock_job_info past;
+        past.struct_size = sizeof past;
+        CHECK(sqlock_job_list_job(list, count, &past, err.out()) == SQLOCK_E_INVALID_ARGUMENT);
+        CHECK(sqlock_job_list_count(nullptr) == 0);
+        sqlock_job_list_free(list);
+        sqlock_job_list_free(nullptr);
     }
 }
