@@ -2,6 +2,7 @@
 // background release, and async_mutex's set-up and cancellation.
 #include "async/lockable.hpp"
 #include "async/primitive_slots.hpp"
+#include "locks/leader_terms.hpp"
 #include "sqlock/async.hpp"
 
 namespace sqlock {
@@ -101,29 +102,12 @@ void async_mutex::cancel() noexcept {
 
 // --- async_leader_election -----------------------------------------------------------------------
 
-namespace {
-
-/// A term is a grant of the election's mutex: unique_key, renewed (as leader_election's).
-mutex_options term_options(const leader_options& o) {
-    mutex_options m;
-    m.strategy = strategy::unique_key;
-    m.ttl = o.ttl;
-    m.retry_min = o.retry_min;
-    m.retry_max = o.retry_max;
-    m.renew = true;
-    m.on_lost = o.on_lost;
-    m.on_at_risk = o.on_at_risk;
-    return m;
-}
-
-} // namespace
-
 async_leader_election::async_leader_election(executor_type executor, database db, std::string name,
                                              leader_options options, async_options async)
     : m_executor(std::move(executor)),
-      m_lockable(detail::make_mutex_lockable(std::move(db), std::move(name), term_options(options),
-                                             detail::async_access::pool(async.workers),
-                                             m_executor)) {}
+      m_lockable(
+          detail::make_mutex_lockable(std::move(db), std::move(name), detail::term_options(options),
+                                      detail::async_access::pool(async.workers), m_executor)) {}
 
 async_leader_election::~async_leader_election() {
     m_lockable->cancel_all();

@@ -9,6 +9,7 @@
 #include "capi/async_types.hpp"
 #include "capi/errors.hpp"
 #include "capi/waiting.hpp"
+#include "locks/leader_terms.hpp"
 
 using namespace sqlock::capi;
 using sqlock::detail::acquire_mode;
@@ -27,20 +28,6 @@ const std::shared_ptr<detail::worker_pool>& pool() {
     static const auto* p = new std::shared_ptr<detail::worker_pool>(
         std::make_shared<detail::worker_pool>(SQLOCK_ASYNC_THREADS));
     return *p;
-}
-
-/// A term of an election: a grant of its mutex, unique_key and renewed (as
-/// leader_election's, and sqlock::async_leader_election's).
-mutex_options term_options(const leader_options& o) {
-    mutex_options m;
-    m.strategy = strategy::unique_key;
-    m.ttl = o.ttl;
-    m.retry_min = o.retry_min;
-    m.retry_max = o.retry_max;
-    m.renew = true;
-    m.on_lost = o.on_lost;
-    m.on_at_risk = o.on_at_risk;
-    return m;
 }
 
 /// The side's async_lockable, made on first use. Throws what making it throws.
@@ -151,7 +138,7 @@ async_maker shared_mutex_maker(const database& db, const std::string& name,
 }
 
 async_maker leader_maker(const database& db, const std::string& name, const leader_options& o) {
-    return [db, name, m = term_options(o)] {
+    return [db, name, m = detail::term_options(o)] {
         return detail::make_mutex_lockable(db, name, m, pool(), no_executor);
     };
 }

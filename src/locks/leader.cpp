@@ -6,6 +6,7 @@
 
 #include "database/database_impl.hpp"
 #include "locks/handle_access.hpp"
+#include "locks/leader_terms.hpp"
 #include "locks/mutex_access.hpp"
 
 #include <mutex>
@@ -16,6 +17,18 @@ namespace sqlock {
 
 namespace detail {
 
+mutex_options term_options(const leader_options& o) {
+    mutex_options m;
+    m.strategy = strategy::unique_key;
+    m.ttl = o.ttl;
+    m.retry_min = o.retry_min;
+    m.retry_max = o.retry_max;
+    m.renew = true;
+    m.on_lost = o.on_lost;
+    m.on_at_risk = o.on_at_risk;
+    return m;
+}
+
 class leader_election_impl {
 public:
     leader_election_impl(database db, std::string name, leader_options options)
@@ -24,15 +37,7 @@ public:
     }
 
     std::unique_ptr<mutex> make_mutex() const {
-        mutex_options o;
-        o.strategy = strategy::unique_key;
-        o.ttl = m_options.ttl;
-        o.retry_min = m_options.retry_min;
-        o.retry_max = m_options.retry_max;
-        o.renew = true;
-        o.on_lost = m_options.on_lost;
-        o.on_at_risk = m_options.on_at_risk;
-        return std::make_unique<mutex>(m_db, m_name, std::move(o));
+        return std::make_unique<mutex>(m_db, m_name, term_options(m_options));
     }
 
     /// The current term is still ours (caller holds m_state).
