@@ -70,13 +70,14 @@ class lease_watchdog;
 /// A bounded pool of threads that run the blocking parts of asynchronous lock operations:
 /// the statements of drivers without a non-blocking interface (MariaDB), and waits in SQLite's
 /// file locks. PostgreSQL locks do not use it: their acquires and releases run on fibers of the
-/// lock's executor, through libpq's non-blocking interface (docs: guides/async.md). Acquires with time to wait first queue in their process's line for the lock (no
-/// thread: see async_mutex); a line's head, and a try, occupies one of its `size()` threads
-/// until it completes (granted, timed out, cancelled or failed); heads beyond that wait for a
-/// free thread, in the order they came. Cancelling an acquire that waits (in the line or for a
-/// thread) completes it at once, and one timer thread ends it at its deadline (an empty guard).
-/// Releases run on threads of their own (up to `size()` more, started as releases come), so
-/// that a release never waits behind acquires (which may be waiting for that very release).
+/// lock's executor, through libpq's non-blocking interface (docs: guides/async.md). Acquires with
+/// time to wait first queue in their process's line for the lock (no thread: see async_mutex); a
+/// line's head, and a try, occupies one of its `size()` threads until it completes (granted, timed
+/// out, cancelled or failed); heads beyond that wait for a free thread, in the order they came.
+/// Cancelling an acquire that waits (in the line or for a thread) completes it at once, and one
+/// timer thread ends it at its deadline (an empty guard). Releases run on threads of their own (up
+/// to `size()` more, started as releases come), so that a release never waits behind acquires
+/// (which may be waiting for that very release).
 ///
 /// A handle: copies share one pool, whose threads end when the last copy and the last
 /// operation or grant using it are gone. Thread safety: all members, from any thread.
@@ -190,9 +191,9 @@ auto async_acquire_until(const std::shared_ptr<async_lockable>& lockable, acquir
 /// Empty (operator bool false) when default-made, moved from, released, or returned by a
 /// timed try that timed out. Destroying or assigning over a guard that holds a grant gives
 /// the grant back in the background (on a release thread of the lock's pool, or on PostgreSQL
-/// on the lock's executor; never blocking the caller), as outstanding work of the lock's executor until it is done (so its io_context::run()
-/// does not return before): a guard must not outlive that executor's execution context.
-/// async_unlock() does the same and tells when it is done.
+/// on the lock's executor; never blocking the caller), as outstanding work of the lock's executor
+/// until it is done (so its io_context::run() does not return before): a guard must not outlive
+/// that executor's execution context. async_unlock() does the same and tells when it is done.
 ///
 /// Re-entrancy: none. Each grant has an owner id of its own (one per guard), so asking the same
 /// lock again while holding a guard waits like any other contender (until the first guard goes,
