@@ -6,6 +6,7 @@
 // the I/O context run other work. No Asio here: the hook is an interface.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 
 namespace sqlock::detail {
@@ -62,6 +63,21 @@ inline bool fiber_stopped() noexcept {
 /// a condition variable, and polls what it waits for between pauses instead. Never throws.
 inline bool on_fiber() noexcept {
     return current_io_wait() != nullptr;
+}
+
+/// On a fiber, what a thread would wait for on a condition variable: asks `ready()` (which
+/// takes its own locks), then pauses `step` (at most to `deadline`) and asks again. True once
+/// ready; false at `deadline` or when the fiber's waiter was stopped.
+template <class Ready>
+bool poll_on_fiber(Ready&& ready, io_wait::time_point deadline,
+                   std::chrono::steady_clock::duration step) {
+    for (;;) {
+        if (ready())
+            return true;
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline || !pause_until(std::min(deadline, now + step)))
+            return false;
+    }
 }
 
 } // namespace sqlock::detail

@@ -6,6 +6,7 @@
 #include "base/io_wait.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace sqlock::detail {
 
@@ -25,13 +26,8 @@ void wake_hub::wake(const std::string& name) {
 
 void wake_hub::wait(const std::string& name, std::uint64_t seen,
                     std::chrono::steady_clock::time_point until) {
-    if (on_fiber()) {
-        // A fiber must not block its thread: it looks at the generation every fiber_poll.
-        while (generation(name) == seen) {
-            const auto now = std::chrono::steady_clock::now();
-            if (now >= until || !pause_until(std::min(until, now + fiber_poll)))
-                return;
-        }
+    if (on_fiber()) { // a fiber must not block its thread: it looks again every fiber_poll
+        poll_on_fiber([&] { return generation(name) != seen; }, until, fiber_poll);
         return;
     }
     std::unique_lock lock(m_mutex);
@@ -76,18 +72,11 @@ void wake_hub::await(session* s, const std::string& name, std::uint64_t seen,
 }
 
 bool turnstile::enter_on_fiber(std::chrono::steady_clock::time_point deadline) {
-    for (;;) {
-        {
-            std::lock_guard lock(m_mutex);
-            if (!m_busy) {
-                m_busy = true;
-                return true;
-            }
-        }
-        const auto now = std::chrono::steady_clock::now();
-        if (now >= deadline || !pause_until(std::min(deadline, now + fiber_poll)))
-            return false;
-    }
+    const auto take = [this] {
+        std::lock_guard lock(m_mutex);
+        return !std::exchange(m_busy, true);
+    };
+    return poll_on_fiber(take, deadline, fiber_poll);
 }
 
 bool turnstile::enter(std::chrono::steady_clock::time_point deadline) {
