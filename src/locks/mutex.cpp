@@ -764,6 +764,13 @@ void mutex::unlock() noexcept {
                 impl.m_unreleased = detail::mutex_impl::unreleased_lease{hold->owner, held};
             }
         }
+        if (gone) {
+            // Before the lease keeper can take op_mutex again: a renewal sent after our own
+            // release would find the row gone and report a loss nobody caused (a `sqlock run`
+            // whose command had finished exited 76).
+            std::lock_guard state(hold->state_mutex);
+            hold->released = true;
+        }
     } catch (const std::exception& e) {
         failure = e.what();
     } catch (...) {
