@@ -529,8 +529,10 @@ TEST_SUITE("async") {
         const auto name = unique_name("async-caller-cancel");
         sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts());
         auto guard = m.async_lock(future_on(t.io)).get();
+        std::promise<void> started;
         auto work = [&]() -> asio::awaitable<void> {
             asio::steady_timer timer(co_await asio::this_coro::executor, 30s);
+            started.set_value();
             co_await timer.async_wait(asio::use_awaitable);
         };
         asio::cancellation_signal signal;
@@ -541,7 +543,7 @@ TEST_SUITE("async") {
                                done.set_value(fate_of(e));
                            }));
         });
-        std::this_thread::sleep_for(200ms);
+        started.get_future().wait(); // the work runs
         asio::post(t.io, [&] { signal.emit(asio::cancellation_type::terminal); });
         CHECK(done.get_future().get().aborted);
         CHECK(guard.owns_lock()); // the guard keeps its grant
@@ -559,8 +561,10 @@ TEST_SUITE("async") {
         options.renew = true;
         sqlock::async_mutex m(t.io.get_executor(), db(), name, options);
         auto guard = m.async_lock(future_on(t.io)).get();
+        std::promise<void> started;
         auto work = [&]() -> asio::awaitable<void> {
             asio::steady_timer timer(co_await asio::this_coro::executor, 30s);
+            started.set_value();
             co_await timer.async_wait(asio::use_awaitable);
         };
         std::promise<fate> ended;
@@ -568,7 +572,7 @@ TEST_SUITE("async") {
             asio::co_spawn(t.io, sqlock::run_while_held(guard, work(), 100ms),
                            [&](std::exception_ptr e) { ended.set_value(fate_of(e)); });
         });
-        std::this_thread::sleep_for(100ms);
+        started.get_future().wait(); // the work runs
         CHECK(db().force_release(name, "async test").released);
         CHECK(ended.get_future().get().message.find("was lost") != std::string::npos);
         CHECK_FALSE(guard.owns_lock());
