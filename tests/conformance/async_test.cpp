@@ -16,6 +16,7 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/use_future.hpp>
 #include <atomic>
+#include <csignal>
 #include <doctest/doctest.h>
 #include <filesystem>
 #include <future>
@@ -281,6 +282,58 @@ TEST_SUITE("async") {
         CHECK(std::chrono::steady_clock::now() - start < 3s);
         holder.unlock();
         CHECK(free_now(name));
+    }
+
+    TEST_CASE("PostgreSQL: a cancel reaches a head waiting in the server at once") {
+        if (test::backend().kind != sqlock::backend_kind::postgresql)
+            return;
+        // The holder is another process (one of this process would keep the head in the
+        // local line), so the head waits in the server, a step of up to 1 s at a time; the
+        // cancel asks the server to end that statement instead of waiting for the step to end.
+        io_thread t;
+        const auto name = unique_name("async-cancel-server");
+        const auto marker = test::backend().scratch_dir + "/" + name + ".held";
+        const pid_t holder = test::spawn(
+            {test::cli_path(), "run", name, "--strategy",
+             std::string(sqlock::to_string(test::strategy())), "--", "/bin/sh", "-c",
+             "touch '" + marker + "'; exec sleep 60"},
+            {"SQLOCK_URL=" + test::backend().url});
+        REQUIRE(test::eventually([&] { return std::filesystem::exists(marker); }, 10s));
+        sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts());
+        for (int round = 0; round < 3; ++round) {
+            asio::cancellation_signal signal;
+            std::promise<outcome> done;
+            asio::post(t.io, [&] {
+                m.async_lock(asio::bind_cancellation_slot(
+                    signal.slot(), [&](std::exception_ptr e, sqlock::async_guard g) {
+                        done.set_value({fate_of(e), std::move(g)});
+                    }));
+            });
+            REQUIRE(test::eventually(
+                [&] {
+                    for (const auto& info : db().list())
+                        if (info.name == name && !info.waiters.empty())
+                            return true;
+                    return false;
+                },
+                10s));
+            const auto start = std::chrono::steady_clock::now();
+            asio::post(t.io, [&] { signal.emit(asio::cancellation_type::terminal); });
+            auto result = done.get_future().get();
+            const auto took = std::chrono::steady_clock::now() - start;
+            CHECK(result.how.aborted);
+            CHECK_FALSE(result.guard);
+            MESSAGE("cancelled in "
+                    << std::chrono::duration_cast<std::chrono::microseconds>(took).count()
+                    << " us");
+            CHECK(took < 300ms); // the step would have taken up to 1 s
+        }
+        ::kill(holder, SIGTERM); // passed on to the job; sqlock gives the lock back
+        CHECK(test::wait_exit(holder) == 128 + SIGTERM);
+        CHECK(free_now(name)); // nothing left held, and the lock still works
+        auto g = m.async_lock(future_on(t.io)).get(); // the waiter's sessions still work
+        CHECK(g.owns_lock());
+        g.async_unlock(future_on(t.io)).get();
     }
 
     TEST_CASE("a grant racing a cancel is given back before the cancel is reported") {

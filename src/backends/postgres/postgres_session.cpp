@@ -20,6 +20,7 @@
 //   - after the first failure the later items do not run.
 #include "backends/backend.hpp"
 #include "backends/module.hpp"
+#include "backends/postgres/statement_cancel.hpp"
 #include "base/io_wait.hpp"
 #include "base/owner.hpp"
 #include "base/session.hpp"
@@ -395,8 +396,13 @@ void text_params(std::span<const param> params, std::vector<std::string>& storag
 /// connection goes back to blocking mode when it ends.
 class fiber_io {
 public:
-    explicit fiber_io(PGconn* conn) noexcept
-        : m_conn(conn), m_on(current_io_wait() != nullptr && PQsetnonblocking(conn, 1) == 0) {}
+    /// `cancellable`: the statements wait in the server (a row lock, a queue lock); when the
+    /// fiber's waiter is stopped meanwhile, the server is asked to cancel them
+    /// (statement_cancel.hpp), and their results (an error, or what they got first) are read
+    /// as usual.
+    explicit fiber_io(PGconn* conn, bool cancellable = false) noexcept
+        : m_conn(conn), m_on(current_io_wait() != nullptr && PQsetnonblocking(conn, 1) == 0),
+          m_cancellable(m_on && cancellable) {}
     ~fiber_io() {
         if (m_on)
             PQsetnonblocking(m_conn, 0); // nothing left to send: no blocking flush
@@ -433,10 +439,22 @@ public:
         return true;
     }
 
+    /// After the results were read: false when a cancel request sent meanwhile is still on
+    /// its way after a second (the connection must then be closed: the request could cancel
+    /// its next statement). Never throws.
+    bool cancel_settled() noexcept {
+        return m_cancel.finish(std::chrono::steady_clock::now() + std::chrono::seconds(1));
+    }
+
 private:
     void wait(io_wait::fd_event event) {
+        const bool interruptible = m_cancellable && !m_cancel_tried;
         try {
-            wait_for_fd(PQsocket(m_conn), event, io_wait::time_point::max());
+            if (!wait_for_fd(PQsocket(m_conn), event, io_wait::time_point::max(), interruptible) &&
+                interruptible && fiber_stopped()) {
+                m_cancel_tried = true; // once: if it cannot start, the statement's bound holds
+                m_cancel.start(m_conn);
+            }
         } catch (const std::system_error&) {
             // PQconsumeInput/PQflush next finds what is wrong with the socket
         }
@@ -444,6 +462,9 @@ private:
 
     PGconn* m_conn;
     bool m_on;
+    bool m_cancellable;
+    bool m_cancel_tried = false;
+    statement_cancel m_cancel;
 };
 
 class postgres_session final : public session {
@@ -567,7 +588,7 @@ protected:
         if (PQenterPipelineMode(conn) != 1)
             pipeline_trouble(conn, "batch: entering pipeline mode");
         try {
-            fiber_io io(conn);
+            fiber_io io(conn, waits_in_server(items));
             run_pipeline(conn, items, out, io);
         } catch (const error&) {
             throw;
@@ -964,6 +985,12 @@ private:
         }
     }
 
+    /// A batch that waits in the server for a lock: an acquire's (its lock_timeout first).
+    static bool waits_in_server(std::span<const batch_item> items) noexcept {
+        return !items.empty() && (items.front().id == statement::fu_wait ||
+                                  items.front().id == statement::uk_queue_wait);
+    }
+
     void run_pipeline(PGconn* conn, std::span<const batch_item> items, std::vector<result>& out,
                       fiber_io& io) {
         // Queue everything; libpq keeps it in its buffer (below 64 KB) until the Sync.
@@ -980,6 +1007,8 @@ private:
         std::optional<batch_failure> failure;
         if (!read_pipeline(conn, items, ops, out, failure, io) || PQexitPipelineMode(conn) != 1)
             m_broken = true; // results or commands left behind: libpqxx cannot use it now
+        if (!io.cancel_settled())
+            m_broken = true; // a late cancel request would hit the next statement
         if (!m_broken)
             note_transaction_status(conn);
         if (!failure && m_broken)
