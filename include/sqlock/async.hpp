@@ -288,8 +288,9 @@ private:
 /// example asio::bind_cancellation_slot, or cancelling the coroutine awaiting it); terminal,
 /// partial and total requests all cancel, as does cancel() and destroying this object. An
 /// acquire still waiting for a worker completes at once; one in progress gives up at its next
-/// look at the request: at most 100 ms into a wait in this process, at most 1 s into a wait in
-/// the server or in SQLite's waiter queue, plus the statement in flight. A cancelled acquire
+/// look at the request: at most 100 ms into a wait in this process (PostgreSQL: at once), at
+/// most 1 s into a wait in the server or in SQLite's waiter queue (PostgreSQL: at once, the
+/// server is asked to cancel the statement), plus the statement in flight. A cancelled acquire
 /// never leaves the lock held: a grant that lands after the request is given back at once.
 ///
 /// Where the waiting happens: acquires with time to wait of one process on one lock (same
