@@ -299,6 +299,19 @@ TEST_SUITE("async") {
              "touch '" + marker + "'; exec sleep 60"},
             {"SQLOCK_URL=" + test::backend().url});
         REQUIRE(test::eventually([&] { return std::filesystem::exists(marker); }, 10s));
+        const auto waiters = [&] {
+            for (const auto& info : db().list())
+                if (info.name == name)
+                    return info.waiters.size();
+            return std::size_t{0};
+        };
+        // A second process first in line: the lease strategies' head then waits for the
+        // name's queue lock, not for a release notification (which a cancel ends anyway).
+        const pid_t queued = test::spawn(
+            {test::cli_path(), "run", name, "--strategy",
+             std::string(sqlock::to_string(test::strategy())), "--", "/bin/true"},
+            {"SQLOCK_URL=" + test::backend().url});
+        REQUIRE(test::eventually([&] { return waiters() == 1; }, 10s));
         sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts());
         for (int round = 0; round < 3; ++round) {
             asio::cancellation_signal signal;
@@ -309,14 +322,7 @@ TEST_SUITE("async") {
                         done.set_value({fate_of(e), std::move(g)});
                     }));
             });
-            REQUIRE(test::eventually(
-                [&] {
-                    for (const auto& info : db().list())
-                        if (info.name == name && !info.waiters.empty())
-                            return true;
-                    return false;
-                },
-                10s));
+            REQUIRE(test::eventually([&] { return waiters() == 2; }, 10s));
             const auto start = std::chrono::steady_clock::now();
             asio::post(t.io, [&] { signal.emit(asio::cancellation_type::terminal); });
             auto result = done.get_future().get();
@@ -330,6 +336,7 @@ TEST_SUITE("async") {
         }
         ::kill(holder, SIGTERM); // passed on to the job; sqlock gives the lock back
         CHECK(test::wait_exit(holder) == 128 + SIGTERM);
+        CHECK(test::wait_exit(queued) == 0); // next in line: granted, it ran its command
         CHECK(free_now(name)); // nothing left held, and the lock still works
         auto g = m.async_lock(future_on(t.io)).get(); // the waiter's sessions still work
         CHECK(g.owns_lock());
