@@ -111,6 +111,18 @@ auto into(std::promise<outcome>& p) {
 }
 
 /// Runs `coro` on `io` and returns how it ended.
+/// Starts m.async_lock() on `io`'s thread, cancellable through `signal`; its outcome goes to
+/// `done`.
+void start_cancellable_lock(asio::io_context& io, sqlock::async_mutex& m,
+                            asio::cancellation_signal& signal, std::promise<outcome>& done) {
+    asio::post(io, [&] {
+        m.async_lock(asio::bind_cancellation_slot(signal.slot(),
+                                                  [&](std::exception_ptr e, sqlock::async_guard g) {
+                                                      done.set_value({fate_of(e), std::move(g)});
+                                                  }));
+    });
+}
+
 fate fate_of(asio::io_context& io, asio::awaitable<void> coro) {
     std::promise<fate> done;
     asio::post(io, [&] {
@@ -267,12 +279,7 @@ TEST_SUITE("async") {
         sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts());
         asio::cancellation_signal signal;
         std::promise<outcome> done;
-        asio::post(t.io, [&] {
-            m.async_lock(asio::bind_cancellation_slot(
-                signal.slot(), [&](std::exception_ptr e, sqlock::async_guard g) {
-                    done.set_value({fate_of(e), std::move(g)});
-                }));
-        });
+        start_cancellable_lock(t.io, m, signal, done);
         std::this_thread::sleep_for(300ms); // it waits now
         const auto start = std::chrono::steady_clock::now();
         asio::post(t.io, [&] { signal.emit(asio::cancellation_type::terminal); });
@@ -293,11 +300,10 @@ TEST_SUITE("async") {
         io_thread t;
         const auto name = unique_name("async-cancel-server");
         const auto marker = test::backend().scratch_dir + "/" + name + ".held";
-        const pid_t holder = test::spawn(
-            {test::cli_path(), "run", name, "--strategy",
-             std::string(sqlock::to_string(test::strategy())), "--", "/bin/sh", "-c",
-             "touch '" + marker + "'; exec sleep 60"},
-            {"SQLOCK_URL=" + test::backend().url});
+        const pid_t holder = test::spawn({test::cli_path(), "run", name, "--strategy",
+                                          std::string(sqlock::to_string(test::strategy())), "--",
+                                          "/bin/sh", "-c", "touch '" + marker + "'; exec sleep 60"},
+                                         {"SQLOCK_URL=" + test::backend().url});
         REQUIRE(test::eventually([&] { return std::filesystem::exists(marker); }, 10s));
         const auto waiters = [&] {
             for (const auto& info : db().list())
@@ -307,21 +313,16 @@ TEST_SUITE("async") {
         };
         // A second process first in line: the lease strategies' head then waits for the
         // name's queue lock, not for a release notification (which a cancel ends anyway).
-        const pid_t queued = test::spawn(
-            {test::cli_path(), "run", name, "--strategy",
-             std::string(sqlock::to_string(test::strategy())), "--", "/bin/true"},
-            {"SQLOCK_URL=" + test::backend().url});
+        const pid_t queued =
+            test::spawn({test::cli_path(), "run", name, "--strategy",
+                         std::string(sqlock::to_string(test::strategy())), "--", "/bin/true"},
+                        {"SQLOCK_URL=" + test::backend().url});
         REQUIRE(test::eventually([&] { return waiters() == 1; }, 10s));
         sqlock::async_mutex m(t.io.get_executor(), db(), name, test::opts());
         for (int round = 0; round < 3; ++round) {
             asio::cancellation_signal signal;
             std::promise<outcome> done;
-            asio::post(t.io, [&] {
-                m.async_lock(asio::bind_cancellation_slot(
-                    signal.slot(), [&](std::exception_ptr e, sqlock::async_guard g) {
-                        done.set_value({fate_of(e), std::move(g)});
-                    }));
-            });
+            start_cancellable_lock(t.io, m, signal, done);
             REQUIRE(test::eventually([&] { return waiters() == 2; }, 10s));
             const auto start = std::chrono::steady_clock::now();
             asio::post(t.io, [&] { signal.emit(asio::cancellation_type::terminal); });
@@ -336,8 +337,8 @@ TEST_SUITE("async") {
         }
         ::kill(holder, SIGTERM); // passed on to the job; sqlock gives the lock back
         CHECK(test::wait_exit(holder) == 128 + SIGTERM);
-        CHECK(test::wait_exit(queued) == 0); // next in line: granted, it ran its command
-        CHECK(free_now(name)); // nothing left held, and the lock still works
+        CHECK(test::wait_exit(queued) == 0);          // next in line: granted, it ran its command
+        CHECK(free_now(name));                        // nothing left held, and the lock still works
         auto g = m.async_lock(future_on(t.io)).get(); // the waiter's sessions still work
         CHECK(g.owns_lock());
         g.async_unlock(future_on(t.io)).get();
@@ -352,12 +353,7 @@ TEST_SUITE("async") {
             holder.lock();
             asio::cancellation_signal signal;
             std::promise<outcome> done;
-            asio::post(t.io, [&] {
-                m.async_lock(asio::bind_cancellation_slot(
-                    signal.slot(), [&](std::exception_ptr e, sqlock::async_guard g) {
-                        done.set_value({fate_of(e), std::move(g)});
-                    }));
-            });
+            start_cancellable_lock(t.io, m, signal, done);
             std::this_thread::sleep_for(std::chrono::milliseconds(50 + 20 * round));
             holder.unlock(); // the waiter may be granted now...
             std::this_thread::sleep_for(std::chrono::milliseconds(5 * round));
