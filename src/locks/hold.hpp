@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stop_token>
@@ -48,6 +49,33 @@ inline void lock_op(op_lock& op) {
     }
     while (!op.try_lock())
         pause_for(std::chrono::milliseconds(1));
+}
+
+/// Lets a lock object's destructor wait out its callbacks. on_lost and on_at_risk run on the
+/// lease keeper's threads and may use the object's state (a shared_mutex's permits call into
+/// it): each call runs under the gate's lock while the gate is open; close() waits for a call
+/// in progress (unless it is made from that very call) and keeps later ones from running.
+struct callback_gate {
+    std::recursive_mutex mutex;
+    bool open = true;
+
+    void close() noexcept {
+        std::lock_guard lock(mutex);
+        open = false;
+    }
+};
+
+/// `callback` behind `gate` (an empty function stays empty).
+template <class Event>
+std::function<void(const Event&)> gated(const std::shared_ptr<callback_gate>& gate,
+                                        std::function<void(const Event&)> callback) {
+    if (!callback)
+        return nullptr;
+    return [gate, callback = std::move(callback)](const Event& event) {
+        std::lock_guard lock(gate->mutex);
+        if (gate->open)
+            callback(event);
+    };
 }
 
 struct active_hold {

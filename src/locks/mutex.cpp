@@ -176,6 +176,8 @@ public:
     /// locks, src/async): set once, before the first lock call.
     bool m_by_handle = false;
 
+    /// Closed by ~mutex(): no callback of any of its holds runs after that.
+    const std::shared_ptr<callback_gate> m_callbacks = std::make_shared<callback_gate>();
     mutable std::mutex m_state_mutex; ///< guards m_held and m_last_error
     std::shared_ptr<active_hold> m_held;
     /// SQLite: the current hold's ticket in the name's waiter queue (local_queue.hpp), kept
@@ -510,8 +512,8 @@ void acquire_call::adopt(grant g) {
     hold->ttl = m_impl.m_options.ttl;
     hold->thread = std::this_thread::get_id();
     hold->renew = m_impl.m_options.renew;
-    hold->on_lost = m_impl.m_options.on_lost;
-    hold->on_at_risk = m_impl.m_options.on_at_risk;
+    hold->on_lost = gated(m_impl.m_callbacks, m_impl.m_options.on_lost);
+    hold->on_at_risk = gated(m_impl.m_callbacks, m_impl.m_options.on_at_risk);
     hold->current = std::move(g);
     m_impl.m_contended.store(m_attempts.contended, std::memory_order_relaxed);
     m_impl.m_last_token.store(hold->current.token, std::memory_order_relaxed);
@@ -650,6 +652,9 @@ mutex::mutex(reserved_name_t, database db, std::string name, mutex_options optio
                                                   std::move(options), true)) {}
 
 mutex::~mutex() {
+    // First: a loss the lease keeper is telling right now (its callback may use state that
+    // goes with this object, as a shared_mutex's does) is waited out, and none comes later.
+    m_impl->m_callbacks->close();
     m_impl->release_leftover(); // a lease an earlier failed release left behind
     // Destroying a held mutex gives the lock back (all holds) instead of leaving it to expire.
     std::shared_ptr<detail::active_hold> held;
