@@ -104,8 +104,7 @@ struct mutex_options {
     /// proves its session alive, which also restarts the server's idle timer).
     bool renew = false;
     /// Called once, from sqlock's background thread, when a held lock is lost (see
-    /// loss_reason). Must not block for long and must not call into this mutex. Never runs
-    /// after the mutex's destructor has begun: the destructor waits for a call in progress.
+    /// loss_reason). Must not block for long and must not call into this mutex.
     std::function<void(const lock_lost_event&)> on_lost{};
     /// Called from sqlock's background thread when a held lease becomes at risk (see
     /// lock_at_risk_event), and again with at_risk false when a renewal gets through after
