@@ -20,9 +20,6 @@ public:
     /// bound. Never throws.
     bool start(PGconn* conn) noexcept;
 
-    /// True once start() succeeded.
-    bool started() const noexcept { return m_state != nullptr; }
-
     /// Waits on the calling fiber (not interruptibly) until the request was handed to the
     /// server, at most to `deadline`. True when it was (or none was started). False when it is
     /// still on its way: a late request may cancel whatever the connection runs next, so the
