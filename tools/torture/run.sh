@@ -47,7 +47,7 @@
 # only; not with session-kill, which needs the server session id the package does not expose).
 # --min-grants N: a run with fewer grants fails (floor=grants<N); so does, always, a run in which
 # a requested fault kind was never injected (floor=no-KIND). A run draws the kinds it has not
-# injected yet first, and goes on past its duration (up to twice it) until each was.
+# injected yet first, and goes on past its duration (by it, or 30 s if longer) until each was.
 # NEMESIS LIST: comma separated none|kill|stop|session-kill|crash|pause|clock|partition|migrate|mix
 # (and failover, --failover only); migrate applies a migration the compatibility contract allows
 # (a new table, a nullable column on the lock table) mid-run, as `sqlock migrate` would
@@ -814,7 +814,7 @@ mode_label() {
 run_one() {
   BACKEND=$1 STRATEGY=$2
   local nemeses=$3 duration=$4 procs=$5 kinds=() kind n item start end t next max_hold
-  local eligible=()
+  local eligible=() fresh=()
   local has_stop=0
   local -A cap=() used=()
   RUN_NO=$((RUN_NO + 1))
@@ -880,10 +880,12 @@ run_one() {
   start=$(now_ms); end=$((start + duration * 1000))
   ((migrate_at)) && migrate_at=$((start + duration * 1000 / 3))
   next=$((start + INTERVAL / 2 + RANDOM % INTERVAL))
-  # A run whose faults came slowly (a loaded machine: a member restart takes seconds) goes on
-  # past its end, up to twice its length, until every kind was injected: a kind that never
+  # A run whose faults came slowly (a loaded machine: a server or member restart takes
+  # seconds) goes on past its end, by its length or 30 s if longer, until every kind was
+  # injected, drawing the missing ones without the interval between faults: a kind that never
   # came would fail the run's floor without proving anything wrong.
-  while t=$(now_ms); ((t < end)) || { ((t < end + duration * 1000)) && kinds_unused; }; do
+  local overtime=$((duration * 1000 > 30000 ? duration * 1000 : 30000))
+  while t=$(now_ms); ((t < end)) || { ((t < end + overtime)) && kinds_unused; }; do
     monitor 2>>"$RUN/harness.err"
     end_pause; end_clock; end_partition; end_migrate; end_member_fault
     if ((migrate_at && t >= migrate_at)); then
@@ -893,6 +895,11 @@ run_one() {
     # While a member fault is open, only the other kinds are drawn (one member at a time).
     eligible=()
     for k in "${kinds[@]}"; do [[ $k == member-* ]] && member_busy || eligible+=("$k"); done
+    # Past the end only a kind not injected yet is drawn, and at once.
+    if ((t >= end)); then
+      fresh=(); for k in "${eligible[@]}"; do ((${used[$k]:-0})) || fresh+=("$k"); done
+      eligible=("${fresh[@]}"); next=$t
+    fi
     if ((${#eligible[@]} && t >= next && !PAUSE_UNTIL)); then
       draw_kind "${eligible[@]}"; kind=${eligible[DRAWN]}
       used[$kind]=$((${used[$kind]:-0} + 1))
