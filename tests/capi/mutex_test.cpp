@@ -267,14 +267,16 @@ TEST_SUITE("common") {
     }
 
     TEST_CASE("with renewal, a holder keeps its lock past its TTL and no callback runs") {
+        // A 1 s lease (renewed each 333 ms) waited on for 3 s: a 300 ms lease's renewal came
+        // late on a loaded host, and the other handle rightly took it over.
         signal_probe probe;
-        auto o = opts(300);
+        auto o = opts(1000);
         o.renew = 1;
         probe.attach(o);
         const auto name = unique_name("renewed");
-        mutex_handle h(name, o), other(name, opts(300));
+        mutex_handle h(name, o), other(name, opts(1000));
         REQUIRE(lock(h.m, 0) == SQLOCK_OK);
-        std::thread([&] { CHECK(lock(other.m, 1200) == SQLOCK_NOT_GRANTED); }).join();
+        std::thread([&] { CHECK(lock(other.m, 3000) == SQLOCK_NOT_GRANTED); }).join();
         CHECK(sqlock_mutex_owns(h.m) == 1);
         CHECK(unlock(h.m) == SQLOCK_OK);
         std::lock_guard guard(probe.m);

@@ -145,7 +145,7 @@ TEST_SUITE("cli_habits") {
     TEST_CASE("--opt=value for global and command options") {
         const auto name = unique_name("habits-eq");
         const auto r = sqlock_cli({"--url=" + test::backend().url, "--connect-timeout=5s",
-                                   "--table-prefix=sqlock_", "run", "--wait=0", "--ttl=5s",
+                                   "--table-prefix=sqlock_", "run", "--wait=30s", "--ttl=5s",
                                    "--strategy=" + strategy_arg(), name, "--", "/bin/sh", "-c",
                                    "echo \"$SQLOCK_NAME\""},
                                   false);

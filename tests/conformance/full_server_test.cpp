@@ -260,15 +260,16 @@ TEST_SUITE("full_server") {
         fails_at_once(login.unknown_database_url());
         const auto blockers = login.fill();        // full, for logins with the right password
         fails_at_once(login.wrong_password_url()); // the password is checked before the limit
-        // And the CLI, with time to wait, does not wait for them.
+        // And the CLI, with time to wait, does not wait for them. (A 30 s wait against a 15 s
+        // bound: waiting is told apart from a slow start under sanitizers on a loaded host.)
         const auto name = test::unique_name("full-pw");
         const auto err = test::backend().scratch_dir + "/" + name + ".err";
         const auto started = clock_type::now();
         const pid_t p = test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(),
-                                     "--wait", "5s", "--", "/bin/true"},
+                                     "--wait", "30s", "--", "/bin/true"},
                                     {"SQLOCK_URL=" + login.wrong_password_url()}, {}, err);
         CHECK(test::wait_exit(p) == 69);
-        CHECK(clock_type::now() - started < 3s);
+        CHECK(clock_type::now() - started < 15s);
         const auto text = test::read_file(err);
         CAPTURE(text);
         CHECK_FALSE(text.empty());
@@ -280,18 +281,19 @@ TEST_SUITE("full_server") {
         auto blockers = login.fill();
         const auto name = test::unique_name("full-cli");
         const auto marker = test::backend().scratch_dir + "/" + name + ".ran";
-        const auto started = clock_type::now();
         const pid_t p =
             test::spawn({test::cli_path(), "run", name, "--strategy", strategy_arg(), "--ttl",
-                         "30s", "--wait", "5s", "--", "/usr/bin/touch", marker},
+                         "30s", "--wait", "30s", "--", "/usr/bin/touch", marker},
                         {"SQLOCK_URL=" + login.url()});
         // Still waiting after a second (it would have exited 69 at once before).
         CHECK_FALSE(test::eventually([&] { return exit_status_now(p) >= 0; }, 1000ms));
         CHECK_FALSE(std::filesystem::exists(marker));
         blockers.clear();
+        const auto freed = clock_type::now();
         CHECK(test::wait_exit(p) == 0);
         CHECK(std::filesystem::exists(marker));
-        CHECK(clock_type::now() - started < 5s);
+        // It tries again while it waits, not only at its deadline (30 s away).
+        CHECK(clock_type::now() - freed < 10s);
     }
 
     TEST_CASE("sqlock run --wait on a server full until the deadline exits 75 and says why") {

@@ -146,11 +146,15 @@ TEST_SUITE("jobs") {
         const auto name = test::unique_name("fleet-kill9");
         const auto dir = test::backend().scratch_dir + "/" + name;
         std::filesystem::create_directories(dir);
+        // A 5 s lease: the command is stopped when no renewal came for half the TTL, and with
+        // 1 s (500 ms) renewals under ThreadSanitizer on a loaded host came later than that.
         const pid_t runner =
-            test::spawn({test::cli_path(), "run", name, "--once-per", "1h", "--ttl", "1s", "--",
+            test::spawn({test::cli_path(), "run", name, "--once-per", "1h", "--ttl", "5s", "--",
                          "/bin/sh", "-c", "touch '" + dir + "/started'; exec sleep 60"},
-                        {url_env()});
-        REQUIRE(test::eventually([&] { return std::filesystem::exists(dir + "/started"); }, 10s));
+                        {url_env()}, {}, dir + "/runner.err");
+        REQUIRE_MESSAGE(
+            test::eventually([&] { return std::filesystem::exists(dir + "/started"); }, 30s),
+            test::read_file(dir + "/runner.err"));
         // This host fires while the run is in progress: it waits for the outcome.
         const pid_t waiter =
             test::spawn({test::cli_path(), "run", name, "--once-per", "1h", "--wait", "30s", "--",
@@ -180,12 +184,13 @@ TEST_SUITE("jobs") {
             "run", name, "--once-per", "1h", "--", "/bin/sh", "-c", "echo ran >> '" + log + "'"};
         CHECK(run_cli(fire) == 0);
         CHECK(lines_of(log).size() == 1);
-        // 29m55s later (backdated, not slept): the same slot.
-        backdate_runs(name, 1'795'000);
+        // 29m40s later (backdated, not slept): the same slot. (20 s of slack each side: a
+        // run of the CLI under sanitizers on a loaded host took over 5 s.)
+        backdate_runs(name, 1'780'000);
         CHECK(run_cli(fire) == 0);
         CHECK(lines_of(log).size() == 1);
-        // 30m05s later: a new slot (a host that fires in the next slot runs again).
-        backdate_runs(name, 10'000);
+        // 30m20s later: a new slot (a host that fires in the next slot runs again).
+        backdate_runs(name, 40'000);
         CHECK(run_cli(fire) == 0);
         CHECK(lines_of(log).size() == 2);
         const auto history = sqlock::job_history(db(), name, 100);

@@ -46,9 +46,10 @@ TEST_SUITE("backend") {
         for (int i = 0; i < 5; ++i) {
             names.push_back("r" + std::to_string(i));
             // Short leases: a never-released lease is deleted only once the reaper saw it
-            // unchanged for its TTL.
+            // unchanged for its TTL. (1 s, renewed each 333 ms: a 300 ms lease's renewal came
+            // late on a loaded host, and the reaper rightly took the live one too.)
             sqlock::mutex_options o;
-            o.ttl = 300ms;
+            o.ttl = 1s;
             if (i == 4)
                 o.renew = true; // live
             held.push_back(std::make_unique<mutex>(fresh, names.back(), o));

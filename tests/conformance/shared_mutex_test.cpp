@@ -147,6 +147,11 @@ TEST_SUITE("shared_mutex") {
                         for (int m = most_readers.load();
                              now > m && !most_readers.compare_exchange_weak(m, now);) {
                         }
+                        // Until two readers have met, a reader stays (up to 3 s) for another
+                        // one: on a loaded host 5 ms reads rarely overlap by chance, and
+                        // readers that were never together would prove no sharing.
+                        if (most_readers < 2)
+                            test::eventually([&] { return most_readers >= 2; }, 3s);
                         std::this_thread::sleep_for(5ms); // the read
                         --readers;
                         rw.unlock_shared();
@@ -196,9 +201,19 @@ TEST_SUITE("shared_mutex") {
     TEST_CASE("`sqlock run --shared / --exclusive`: readers together, writers alone") {
         const auto name = unique_name("rw-cli");
         const auto log = test::backend().scratch_dir + "/" + name + ".log";
+        // Until two readers have met (both marked in), a reader stays up to 10 s for another
+        // one: on a loaded host the CLI's start-up outlasts a 0.3 s hold, and readers that were
+        // never together would prove no sharing.
+        const auto dir = test::backend().scratch_dir + "/" + name;
+        std::filesystem::create_directories(dir);
+        const std::string meet = "touch '" + dir + "/in.'$$; i=0; while [ ! -e '" + dir +
+                                 "/met' ] && [ $i -lt 100 ]; do " + "if [ $(ls '" + dir +
+                                 "' | grep -c '^in\\.') -ge 2 ]; then touch '" + dir +
+                                 "/met'; else sleep 0.1; i=$((i + 1)); fi; done; ";
         const auto command = [&](const std::string& mark) {
-            return "echo \"" + mark + "+ $SQLOCK_TOKEN\" >> '" + log + "'; sleep 0.3; echo \"" +
-                   mark + "-\" >> '" + log + "'";
+            return "echo \"" + mark + "+ $SQLOCK_TOKEN\" >> '" + log + "'; " +
+                   (mark == "r" ? meet : std::string()) + "sleep 0.3; rm -f '" + dir +
+                   "/in.'$$; echo \"" + mark + "-\" >> '" + log + "'";
         };
         std::vector<pid_t> pids;
         for (int p = 0; p < 8; ++p) {

@@ -46,7 +46,7 @@ cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DSQLOCK_WERROR=ON \
     -DSQLOCK_WITH_POSTGRESQL=OFF -DSQLOCK_WITH_MYSQL=OFF \
     -DSQLOCK_BUILD_BENCH=OFF -DSQLOCK_BUILD_TORTURE=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)"
-ctest --test-dir "$build" --output-on-failure -j 6   # the SQLite suites side by side
+ctest --test-dir "$build" --output-on-failure -j 4   # the SQLite suites side by side
 
 # The static variant links the SQLite backend into libsqlock.a: its CLI loads no module.
 cmake -S "$src" -B "$build-static" -DCMAKE_BUILD_TYPE=Release -DSQLOCK_WERROR=ON \
