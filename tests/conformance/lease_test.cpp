@@ -456,7 +456,17 @@ TEST_SUITE("optimistic_version") {
                                           "optimistic_version", start},
                                          {}, dir + "/out" + std::to_string(i)));
         }
-        std::ofstream(start).put('\n'); // all racers connected and waiting: go
+        // All racers connected and waiting (under ASan on a loaded host a racer that started
+        // late tried after the winner had let go, and won too): go.
+        REQUIRE(test::eventually(
+            [&] {
+                int ready = 0;
+                for (const auto& e : std::filesystem::directory_iterator(dir))
+                    ready += e.path().filename().string().starts_with("start.ready.") ? 1 : 0;
+                return ready == 6;
+            },
+            60s));
+        std::ofstream(start).put('\n');
         int won = 0;
         for (std::size_t i = 0; i < racers.size(); ++i) {
             CHECK(test::wait_exit(racers[i]) == 0); // no error surfaced to any racer

@@ -203,7 +203,9 @@ TEST_SUITE("common") {
                              wait, "--", "/usr/bin/touch", marker},
                             {url_env()});
             CHECK(test::wait_exit(p) == 75);
-            CHECK(std::chrono::steady_clock::now() - start < 3s);
+            // Not waiting for the holder (who holds until the end of the test); 10 s: an ASan
+            // CLI's start on a loaded host took 3.6 s.
+            CHECK(std::chrono::steady_clock::now() - start < 10s);
         }
         CHECK_FALSE(std::filesystem::exists(marker));
         holder.unlock();

@@ -121,19 +121,22 @@ int queue(char** argv) {
 }
 
 /// race URL NAME STRATEGY START: waits for file START to exist, then makes exactly one
-/// try_lock(); prints "won TOKEN" or "lost". The winner holds for 1 s so that every racer's one
-/// attempt overlaps its hold. Any error exits 1.
+/// try_lock(); prints "won TOKEN" or "lost". Says it is ready (START.ready.PID) once it has
+/// run a first statement. The winner holds for 3 s so that every racer's one attempt overlaps
+/// its hold. Any error exits 1.
 int race(char** argv) {
     auto db = sqlock::connect(argv[2]);
     sqlock::mutex_options o;
     o.strategy = sqlock::parse_strategy(argv[4]);
     sqlock::mutex m(db, argv[3], o);
     const std::string start = argv[5];
+    (void)db.list(); // connected (a first statement run), then ready
+    touch(start + ".ready." + std::to_string(getpid()));
     while (access(start.c_str(), F_OK) != 0)
         std::this_thread::sleep_for(std::chrono::microseconds(200));
     if (m.try_lock()) {
         std::cout << "won " << m.token() << std::endl;
-        std::this_thread::sleep_for(std::chrono::seconds(1));
+        std::this_thread::sleep_for(std::chrono::seconds(3));
         m.unlock();
         return m.last_error().empty() ? 0 : 4;
     }
