@@ -566,13 +566,16 @@ TEST_SUITE("async") {
 
     TEST_CASE("run_while_held: with renewal the work runs past the TTL and returns its value") {
         io_thread t;
+        // A 6 s lease: the work is cancelled once half the TTL is left without a renewal,
+        // and renewals are due a third of the TTL after the last one, so a renewal may be late
+        // by TTL/6 less the lease margin (60 ms of a 900 ms lease: too little for a loaded host).
         const auto name = unique_name("async-renewed");
-        auto options = test::opts(900ms);
+        auto options = test::opts(6s);
         options.renew = true;
         sqlock::async_mutex m(t.io.get_executor(), db(), name, options);
         auto guard = m.async_lock(future_on(t.io)).get();
         auto work = [&]() -> asio::awaitable<int> {
-            asio::steady_timer timer(co_await asio::this_coro::executor, 2s);
+            asio::steady_timer timer(co_await asio::this_coro::executor, 7s);
             co_await timer.async_wait(asio::use_awaitable);
             co_return 42;
         };
