@@ -9,14 +9,15 @@
 #   3. runs every test of each build on SQLite, PostgreSQL and MariaDB, each build against
 #      throwaway PostgreSQL 15 and MariaDB 10.11 servers of its own on 127.0.0.1
 #      (tools/testdb.sh, with wall clocks the clock tests can step); within a build the backends
-#      run side by side (ctest -j; one test at a time per server). The TSan suite runs beside
-#      the ci suite; then the ASan suite beside a build with only the SQLite backend while every
-#      PostgreSQL/MySQL client file is hidden, and its tests (tests/sqlite_only), the Debian
-#      packages, built, installed with apt, checked and removed (tests/packages), and the
-#      previous release's CLI against the ci build's on one set of tables, migrated by each in
-#      turn, on every backend and strategy (tests/upgrade/cross_release.sh: mutual exclusion,
-#      strictly increasing tokens, scheduled jobs once per slot);
-#   4. then, side by side: the torture smoke on the ci build, one process per backend
+#      run side by side (ctest -j 4; one test at a time per server). At most three stages run
+#      at once: the TSan suite beside the ci suite, then (in the ci suite's slot) a build with
+#      only the SQLite backend while every PostgreSQL/MySQL client file is hidden, and its
+#      tests (tests/sqlite_only); then the ASan suite beside the previous release's CLI against
+#      the ci build's on one set of tables, migrated by each in turn, on every backend and
+#      strategy (tests/upgrade/cross_release.sh: mutual exclusion, strictly increasing tokens,
+#      scheduled jobs once per slot), and after it the Debian packages, built, installed with
+#      apt, checked and removed (tests/packages);
+#   4. then, three at a time: the torture smoke on the ci build, one process per backend
 #      (tools/torture/run.sh --smoke --backend B: every strategy with client kills and a server
 #      crash, the no-fault mode, leader/semaphore/rw/quorum modes, the negative controls on
 #      SQLite; runs below their floors of grants and faults fail), and the quorum over three
