@@ -309,7 +309,9 @@ TEST_SUITE("full_server") {
         CHECK(test::wait_exit(p) == 75);
         const auto waited = clock_type::now() - started;
         CHECK(waited >= 1900ms);
-        CHECK(waited < 4s);
+        // At the deadline, not a connect timeout (5 s) after it; 6 s: an ASan CLI's start on a
+        // loaded host took over 2 s.
+        CHECK(waited < 6s);
         CHECK_FALSE(std::filesystem::exists(marker));
         const auto text = test::read_file(err);
         CAPTURE(text);
