@@ -101,6 +101,9 @@ struct active_hold {
     loss_reason reason = loss_reason::none;
     std::string message;
     bool released = false;                                ///< the owner gave it back
+    /// The owner's last unlock() is under way on a valid hold: the lease ending while its
+    /// release waits (a failover, a slow server) is no loss, for the holder's work is done.
+    bool releasing = false;
     std::chrono::steady_clock::time_point next_renewal{}; ///< when the keeper renews next
     bool last_renewal_failed = false; ///< the database did not answer the last renewal
     bool renewal_in_flight = false;   ///< a renewal was sent and has not returned yet
@@ -109,7 +112,7 @@ struct active_hold {
     lock_request request() const { return lock_request{name, owner, ttl}; }
 
     /// Records the loss once: requests stop and calls on_lost (outside the state lock).
-    /// Returns false when the hold was already lost or released.
+    /// Returns false when the hold was already lost, released or being released.
     bool mark_lost(loss_reason why, const std::string& what);
 
     /// True while not lost, not released, and before the local end of the lease.

@@ -9,7 +9,7 @@ bool active_hold::mark_lost(loss_reason why, const std::string& what) {
     lock_lost_event event;
     {
         std::lock_guard lock(state_mutex);
-        if (reason != loss_reason::none || released)
+        if (reason != loss_reason::none || released || releasing)
             return false;
         reason = why;
         message = what;
@@ -37,7 +37,7 @@ active_hold::update_risk(std::chrono::steady_clock::time_point now) {
     auto look_again = std::chrono::steady_clock::time_point::max();
     {
         std::lock_guard lock(state_mutex);
-        if (reason != loss_reason::none || released)
+        if (reason != loss_reason::none || released || releasing)
             return look_again;
         const auto risk_from = current.valid_until - ttl / 2;
         const bool at_risk = last_renewal_failed || now >= risk_from;
