@@ -313,7 +313,8 @@ public:
     /// ledger past options.keep_history the same way (bounded batches).
     reap_result reap(const reap_options& options);
 
-    /// The row of lock `name`, if there is one.
+    /// The row of lock `name`, if there is one, told as list() tells it (holder, lease,
+    /// waiters in line).
     std::optional<lock_info> find(std::string_view name);
 
     /// Break-glass release for operators. Lease strategies: the row becomes free and its token

@@ -304,6 +304,10 @@ std::optional<lock_info> database::find(std::string_view name) {
         return std::nullopt;
     std::vector<lock_info> one{lock_info_of(std::move(*row))};
     reveal_row_lock_holders(*m_impl, one);
+    if (m_impl->traits().queues_waiters_locally)
+        add_queued_tickets(*m_impl, one);
+    else
+        add_server_waiters(*m_impl, one);
     return std::move(one.front());
 }
 

@@ -167,6 +167,16 @@ TEST_SUITE("status_truth") {
             CHECK(w.at("position") == static_cast<int>(i + 1));
             CHECK(!w.at("who").get<std::string>().empty());
         }
+        // The library's find(name) tells the same line as list() (status) does.
+        std::size_t found_waiters = 0;
+        CHECK_MESSAGE(test::eventually(
+                          [&] {
+                              const auto found = db().find(name);
+                              found_waiters = found ? found->waiters.size() : 0;
+                              return found_waiters == 3;
+                          },
+                          30s),
+                      found_waiters);
         std::string text;
         CHECK_MESSAGE(test::eventually(
                           [&] {
