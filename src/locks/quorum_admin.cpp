@@ -2,6 +2,7 @@
 // quorum_force_release (break-glass release on every member) and quorum_reseed (a restored
 // member's marks raised from the others), for sqlock status, release and reseed with several
 // --url.
+#include "base/io_wait.hpp"
 #include "base/rows.hpp"
 #include "database/database_impl.hpp"
 #include "locks/lock_name.hpp"
@@ -139,6 +140,30 @@ std::vector<quorum_lock_view> quorum_status(std::vector<database>& members, std:
     return out;
 }
 
+namespace {
+
+/// Frees `row` of `name` on member `db`, only as it was read (its owner and token: a new grant
+/// meanwhile is not broken unseen). A member busy with the holder's own renewal (SQLite's one
+/// writer, a row lock wait) is asked twice more before it counts as not answering. Whether
+/// the row was freed.
+bool release_row_as_read(detail::database_impl& db, std::string_view name,
+                         const detail::quorum_listing_row& row) {
+    for (int retries = 0;; ++retries) {
+        try {
+            return db.run(detail::statement::q_release,
+                          {name, std::string_view(row.owner), row.token})
+                       .affected_rows > 0;
+        } catch (const error& e) {
+            const bool busy = e.code() == errc::timeout || e.code() == errc::conflict;
+            if (!busy || retries >= 2)
+                throw;
+        }
+        detail::pause_for(std::chrono::milliseconds(50 << retries));
+    }
+}
+
+} // namespace
+
 quorum_force_release_result quorum_force_release(std::vector<database>& members,
                                                  std::string_view name, std::string_view actor) {
     check_arguments(members, name, true);
@@ -156,10 +181,7 @@ quorum_force_release_result quorum_force_release(std::vector<database>& members,
         if (!row.owner.empty()) {
             try {
                 auto& db = detail::impl_of(members[i]);
-                // Only the row as it was read: a new grant meanwhile is not broken unseen.
-                if (db.run(detail::statement::q_release,
-                           {name, std::string_view(row.owner), row.token})
-                        .affected_rows > 0) {
+                if (release_row_as_read(db, name, row)) {
                     ++out.released_on;
                     if (row.token >= out.previous_token) {
                         out.previous_token = row.token;

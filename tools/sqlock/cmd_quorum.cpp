@@ -167,6 +167,10 @@ int cmd_release_quorum(const options& o, const std::string& name, const std::str
         std::cout << "nothing to release: quorum lock \"" << readable_lock_name(name)
                   << "\" is not held on any of the " << r.answered << " members that answered\n";
     }
+    if (r.answered >= majority && r.answered < r.members)
+        std::cerr << "sqlock: warning: " << r.members - r.answered << " of " << r.members
+                  << " quorum members did not answer: their rows of \"" << readable_lock_name(name)
+                  << "\" stay until their leases end\n";
     if (r.answered < majority) {
         std::cerr << "sqlock: only " << r.answered << " of " << r.members
                   << " quorum members answered: lock \"" << readable_lock_name(name)
