@@ -423,8 +423,11 @@ TEST_SUITE("async") {
         CHECK_FALSE(result.how.failed);
         if (test::backend().kind == sqlock::backend_kind::postgresql) {
             // PostgreSQL heads run on fibers of the executor: the busy worker holds up none.
+            // The grant is the proof (the worker stays busy until holder.unlock() below); the
+            // bound only says nothing else held it up: a fresh login alone took 560 ms under
+            // TSan on a loaded host, and an attempt under way at the deadline is not undone.
             CHECK(result.guard.owns_lock());
-            CHECK(took < 300ms);
+            CHECK(took < 2s);
         } else {
             CHECK_FALSE(result.guard);
             CHECK(took >= 300ms);
