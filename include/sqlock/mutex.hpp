@@ -188,9 +188,10 @@ public:
     /// lease simply expires at its TTL. When the release's reply is lost (a failover, say), a
     /// lease is read back until the database answers again, for up to connect_timeout (never
     /// past the grant's local end), so unlock() may block that long during an outage. The
-    /// last unlock() of a grant still valid when it is called ends the lost and at-risk
-    /// signals: a release that outlasts the lease is no loss (the critical section had ended).
-    /// A grant whose local end had already passed is reported lost first (on_lost, last_loss).
+    /// last unlock() of a grant still valid (owns_lock()) when it is called ends the lost and
+    /// at-risk signals: a release that outlasts the lease is no loss (the critical section
+    /// had ended). A grant already past its local end is not covered: sqlock's background
+    /// thread reports it lost as usual.
     void unlock() noexcept;
 
     /// True while the calling thread holds this mutex and the grant is certainly still valid:

@@ -720,26 +720,16 @@ void release_retrying_busy(detail::lock_strategy& strategy, detail::database_imp
     }
 }
 
-/// unlock()'s first look at `hold`: the loss already known (by the lease keeper), or the loss
-/// of a lease whose local end has passed though the keeper has not said so yet (it may be
-/// late on a loaded host; told now, before the release). Else, when this unlock() ends the
-/// hold, marks it `releasing`: from here its lease may end without a loss being reported.
-loss_reason mark_releasing(detail::mutex_impl& impl, detail::active_hold& hold) {
-    bool lease_over = false;
-    {
-        std::lock_guard state(hold.state_mutex);
-        if (hold.reason != loss_reason::none)
-            return hold.reason;
-        lease_over = std::chrono::steady_clock::now() >= hold.current.valid_until;
-        if (!lease_over && hold.current.hold_count <= 1)
-            hold.releasing = true;
-    }
-    if (!lease_over)
-        return loss_reason::none;
-    hold.mark_lost(loss_reason::lost,
-                   "lock \"" + impl.m_name + "\": its lease's local end passed before it was "
-                   "given back");
+/// unlock()'s first look at `hold`: the loss already known (by the lease keeper), else none.
+/// When this unlock() ends a hold still valid, marks it `releasing`: from here its lease may
+/// end without a loss being reported (the holder's work is done). A hold already past its
+/// local end is left to the lease keeper, which tells on_lost on its own thread: never on the
+/// caller's, where the callback might want a mutex the caller holds.
+loss_reason mark_releasing(detail::active_hold& hold) {
     std::lock_guard state(hold.state_mutex);
+    if (hold.reason == loss_reason::none && hold.current.hold_count <= 1 &&
+        std::chrono::steady_clock::now() < hold.current.valid_until)
+        hold.releasing = true;
     return hold.reason;
 }
 
@@ -755,7 +745,7 @@ void mutex::unlock() noexcept {
     }
     std::string failure;
     bool gone = false;
-    loss_reason loss = mark_releasing(impl, *hold);
+    loss_reason loss = mark_releasing(*hold);
     try {
         detail::lock_op(hold->op_mutex); // a release may run on a fiber
         std::lock_guard op(hold->op_mutex, std::adopt_lock);
