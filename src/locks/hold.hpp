@@ -100,7 +100,7 @@ struct active_hold {
     grant current;
     loss_reason reason = loss_reason::none;
     std::string message;
-    bool released = false;                                ///< the owner gave it back
+    bool released = false; ///< the owner gave it back
     /// The owner's last unlock() is under way on a valid hold: the lease ending while its
     /// release waits (a failover, a slow server) is no loss, for the holder's work is done.
     bool releasing = false;

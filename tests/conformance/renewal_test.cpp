@@ -28,6 +28,19 @@ bool lease_strategy() {
     return test::strategy() != sqlock::strategy::select_for_update;
 }
 
+/// A holder's database whose connections go through a relay the test can freeze (a partition
+/// of its host alone), and lock options with renewal on and a lost probe.
+struct relayed_holder {
+    explicit relayed_holder(std::chrono::milliseconds ttl) : options(test::opts(ttl)) {
+        options.renew = true;
+        options.on_lost = lost.callback();
+    }
+    test::tcp_relay relay{test::server_port()};
+    sqlock::database cut_off = sqlock::connect(relay.relayed(test::backend().url));
+    lost_probe lost;
+    sqlock::mutex_options options;
+};
+
 } // namespace
 
 TEST_SUITE("common") {
@@ -183,13 +196,9 @@ TEST_SUITE("cut_off") { // servers, every strategy
               "is lost, and says so again when a renewal gets through") {
         // The holder's connections go through a relay that stops passing anything (a
         // partition of its host alone), then passes again before the lease's local end.
-        test::tcp_relay relay(test::server_port());
-        auto cut_off = sqlock::connect(relay.relayed(test::backend().url));
+        relayed_holder h(3s);
+        auto& [relay, cut_off, lost, options] = h;
         const auto name = unique_name("at-risk");
-        auto options = test::opts(3s);
-        options.renew = true;
-        lost_probe lost;
-        options.on_lost = lost.callback();
         std::mutex m;
         std::condition_variable cv;
         std::vector<std::pair<sqlock::lock_at_risk_event, std::chrono::steady_clock::time_point>>
@@ -235,13 +244,9 @@ TEST_SUITE("cut_off") { // servers, every strategy
     }
 
     TEST_CASE("renewals that go unanswered past the lease: at risk first, then lost") {
-        test::tcp_relay relay(test::server_port());
-        auto cut_off = sqlock::connect(relay.relayed(test::backend().url));
+        relayed_holder h(2s);
+        auto& [relay, cut_off, lost, options] = h;
         const auto name = unique_name("at-risk-lost");
-        auto options = test::opts(2s);
-        options.renew = true;
-        lost_probe lost;
-        options.on_lost = lost.callback();
         std::atomic<int> at_risk_calls{0};
         std::atomic<bool> lost_before_risk{false};
         options.on_at_risk = [&](const sqlock::lock_at_risk_event& event) {
@@ -267,13 +272,9 @@ TEST_SUITE("cut_off") { // servers, every strategy
         // `sqlock run` whose command had finished exited 76 ("lost while the command ran")
         // when its release waited through a PostgreSQL failover and the watchdog called the
         // lease's end a loss.
-        test::tcp_relay relay(test::server_port());
-        auto cut_off = sqlock::connect(relay.relayed(test::backend().url));
+        relayed_holder h(2s);
+        auto& [relay, cut_off, lost, options] = h;
         const auto name = unique_name("slow-release");
-        auto options = test::opts(2s);
-        options.renew = true;
-        lost_probe lost;
-        options.on_lost = lost.callback();
         std::atomic<int> at_risk_calls{0};
         options.on_at_risk = [&](const sqlock::lock_at_risk_event& event) {
             if (event.at_risk)
