@@ -16,6 +16,7 @@ constexpr backend_traits postgresql_traits{
     .queues_waiters_in_server = true, // advisory locks
     .queues_waiters_locally = false,
     .transactional_ddl = true,
+    .writes_take_the_database = false,
     .tries_hosts_itself = false, // libpq walks the list (target_session_attrs=read-write)
     .lists_row_lock_holders = true,
     .ends_row_lock_holders = true,   // pg_terminate_backend
@@ -41,6 +42,7 @@ constexpr backend_traits mysql_traits{
     .queues_waiters_in_server = true, // GET_LOCK
     .queues_waiters_locally = false,
     .transactional_ddl = false, // DDL commits implicitly
+    .writes_take_the_database = false,
     .tries_hosts_itself = true,
     .lists_row_lock_holders = false, // the InnoDB lock monitor tells, when it is on
     .ends_row_lock_holders = false,
@@ -66,6 +68,7 @@ constexpr backend_traits sqlite_traits{
     .queues_waiters_in_server = false,
     .queues_waiters_locally = true,
     .transactional_ddl = true,
+    .writes_take_the_database = true, // one writer at a time
     .tries_hosts_itself = false,
     .lists_row_lock_holders = false, // the lock files tell
     .ends_row_lock_holders = false,

@@ -38,6 +38,9 @@ struct backend_traits {
     bool queues_waiters_locally;
     /// DDL runs inside a transaction (a failed migration step rolls back whole).
     bool transactional_ddl;
+    /// Every writing statement takes the database's one write lock, even one that changes
+    /// nothing: periodic work reads first and writes only when there is something to change.
+    bool writes_take_the_database;
     /// sqlock tries the hosts of a host-list URL one by one; otherwise the client library
     /// does (or there is no host).
     bool tries_hosts_itself;

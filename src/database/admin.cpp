@@ -211,6 +211,47 @@ void reveal_row_lock_holders(detail::database_impl& db, std::vector<lock_info>& 
     }
 }
 
+/// reap() with dry_run: what it would delete (lock rows past `grace` ms; ledger rows past
+/// `keep` ms, when given), deleting nothing.
+reap_result reap_dry_run(detail::database_impl& db, std::int64_t grace,
+                         std::optional<std::int64_t> keep) {
+    const auto count = [&](detail::statement id, std::int64_t arg) {
+        return static_cast<std::size_t>(
+            detail::decode_single<detail::expired_count_row>(db.run(id, {arg})).expired);
+    };
+    reap_result out;
+    out.expired = count(detail::statement::count_expired, grace);
+    if (keep)
+        out.history_expired = count(detail::statement::job_prune_count, *keep);
+    out.batches = 1;
+    return out;
+}
+
+/// reap()'s free (released) rows past the grace, in bounded batches: deleting them never ends
+/// anyone's lock.
+void delete_free_rows(detail::database_impl& db, reap_result& out, std::int64_t batch,
+                      std::int64_t grace) {
+    for (;;) {
+        const auto res = detail::run_reap(db, detail::statement::reap_expired, {batch, grace});
+        ++out.batches;
+        out.deleted += res.affected_rows;
+        if (res.affected_rows < static_cast<std::uint64_t>(batch))
+            break;
+    }
+}
+
+/// reap()'s run ledger (sqlock::job): attempts older than `keep` ms, in the same batches.
+void prune_job_runs(detail::database_impl& db, reap_result& out, std::int64_t batch,
+                    std::int64_t keep) {
+    for (;;) {
+        const auto res = detail::run_reap(db, detail::statement::job_prune, {batch, keep});
+        ++out.batches;
+        out.history_deleted += res.affected_rows;
+        if (res.affected_rows < static_cast<std::uint64_t>(batch))
+            break;
+    }
+}
+
 } // namespace
 
 std::vector<lock_info> database::list() {
@@ -263,37 +304,29 @@ reap_result database::reap(const reap_options& options) {
                     "run-ledger retention (keep_history) must be at least one day");
     const auto grace = static_cast<std::int64_t>(options.older_than.count());
     const auto keep = static_cast<std::int64_t>(options.keep_history.count());
+    if (options.dry_run)
+        return reap_dry_run(*m_impl, grace,
+                            options.prune_history ? std::optional(keep) : std::nullopt);
     reap_result out;
-    if (options.dry_run) {
-        const auto res = m_impl->run(detail::statement::count_expired, {grace});
-        out.expired =
-            static_cast<std::size_t>(detail::decode_single<detail::expired_count_row>(res).expired);
-        if (options.prune_history) {
-            const auto hist = m_impl->run(detail::statement::job_prune_count, {keep});
-            out.history_expired = static_cast<std::size_t>(
-                detail::decode_single<detail::expired_count_row>(hist).expired);
-        }
-        out.batches = 1;
-        return out;
-    }
     if (options.settle.count() < 0)
         throw error(errc::invalid_argument, "reap settle time must not be negative");
     const auto batch = static_cast<std::int64_t>(std::min<std::size_t>(options.batch, 1'000'000));
-    for (;;) { // free (released) rows: deleting them never ends anyone's lock
-        const auto res = detail::run_reap(*m_impl, detail::statement::reap_expired, {batch, grace});
+    // SQLite: a DELETE takes the one write lock even when it deletes nothing, and a reaper
+    // passing often would keep renewals waiting for it; a read first finds nothing to do.
+    const bool read_first = m_impl->traits().writes_take_the_database;
+    const auto nothing = [&](detail::statement count, std::int64_t arg) {
+        if (!read_first)
+            return false;
         ++out.batches;
-        out.deleted += res.affected_rows;
-        if (res.affected_rows < static_cast<std::uint64_t>(batch))
-            break;
-    }
+        return detail::decode_single<detail::expired_count_row>(m_impl->run(count, {arg}))
+                   .expired == 0;
+    };
+    if (!nothing(detail::statement::count_expired, grace))
+        delete_free_rows(*m_impl, out, batch, grace);
+    // Held rows whose lease ended, once seen unchanged for their TTL (a read, then deletes).
     m_impl->stale_leases().reap(*m_impl, batch, grace, options.settle, out);
-    while (options.prune_history) { // the run ledger (sqlock::job), the same bounded batches
-        const auto res = detail::run_reap(*m_impl, detail::statement::job_prune, {batch, keep});
-        ++out.batches;
-        out.history_deleted += res.affected_rows;
-        if (res.affected_rows < static_cast<std::uint64_t>(batch))
-            break;
-    }
+    if (options.prune_history && !nothing(detail::statement::job_prune_count, keep))
+        prune_job_runs(*m_impl, out, batch, keep);
     return out;
 }
 
