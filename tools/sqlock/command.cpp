@@ -80,6 +80,9 @@ sqlock::database open_waiting(const options& o, steady::time_point deadline,
                               const std::string& lock_name) {
     const auto started = steady::now();
     std::optional<steady::time_point> refused_since;
+    // The last "server full" answer: the cause to report at the deadline, even when the last
+    // try was a connect the deadline cut short (a full server is slow to answer too).
+    std::optional<sqlock::error> full_answer;
     auto pause = std::chrono::milliseconds(50);
     std::mt19937_64 rng{std::random_device{}()};
     // A connect still in flight at the deadline is abandoned (exit 75): --wait bounds the
@@ -105,9 +108,11 @@ sqlock::database open_waiting(const options& o, steady::time_point deadline,
             const auto now = steady::now();
             if (!refused_since)
                 refused_since = now;
+            if (full)
+                full_answer = e;
             if (now >= deadline)
-                throw connect_timed_out(e, lock_name, full, failing_over, started, *refused_since,
-                                        now);
+                throw connect_timed_out(full_answer.value_or(e), lock_name, full_answer.has_value(),
+                                        failing_over, started, *refused_since, now);
             std::uniform_int_distribution<std::int64_t> jitter(0, pause.count());
             const auto sleep = pause / 2 + std::chrono::milliseconds(jitter(rng));
             pause = std::min(pause * 2, std::chrono::milliseconds(2000));
