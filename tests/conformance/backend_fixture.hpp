@@ -56,10 +56,10 @@ std::string unique_name(const std::string& base);
 /// The lock row of `name`, if there is one.
 std::optional<sqlock::lock_info> row_of(const std::string& name);
 
-/// Checks, `rounds` times, that `take` then `give` (an uncontended acquire and release of a
-/// primitive on db(), warmed up: its rows exist) send exactly the statements an uncontended
-/// lock() and unlock() of a warmed-up mutex with opts() send. Keep other activity on db()
-/// out meanwhile: statements of every thread count.
+/// Checks that `take` then `give` (an uncontended acquire and release of a primitive on db(),
+/// warmed up: its rows exist) send exactly the statements an uncontended lock() and unlock()
+/// of a warmed-up mutex with opts() send: the fewest of each over `rounds` rounds. Keep other
+/// activity on db() out meanwhile: statements of every thread count.
 void check_costs_like_a_mutex(const std::function<void()>& take, const std::function<void()>& give,
                               int rounds = 3);
 
