@@ -227,26 +227,15 @@ reap_result reap_dry_run(detail::database_impl& db, std::int64_t grace,
     return out;
 }
 
-/// reap()'s free (released) rows past the grace, in bounded batches: deleting them never ends
-/// anyone's lock.
-void delete_free_rows(detail::database_impl& db, reap_result& out, std::int64_t batch,
-                      std::int64_t grace) {
+/// Runs `id` with {batch, arg} until a run deletes fewer than `batch` rows (bounded batches,
+/// never one long statement), adding the rows deleted to `deleted` and the statements to
+/// out.batches.
+void delete_in_batches(detail::database_impl& db, detail::statement id, std::int64_t batch,
+                       std::int64_t arg, reap_result& out, std::size_t& deleted) {
     for (;;) {
-        const auto res = detail::run_reap(db, detail::statement::reap_expired, {batch, grace});
+        const auto res = detail::run_reap(db, id, {batch, arg});
         ++out.batches;
-        out.deleted += res.affected_rows;
-        if (res.affected_rows < static_cast<std::uint64_t>(batch))
-            break;
-    }
-}
-
-/// reap()'s run ledger (sqlock::job): attempts older than `keep` ms, in the same batches.
-void prune_job_runs(detail::database_impl& db, reap_result& out, std::int64_t batch,
-                    std::int64_t keep) {
-    for (;;) {
-        const auto res = detail::run_reap(db, detail::statement::job_prune, {batch, keep});
-        ++out.batches;
-        out.history_deleted += res.affected_rows;
+        deleted += res.affected_rows;
         if (res.affected_rows < static_cast<std::uint64_t>(batch))
             break;
     }
@@ -321,12 +310,13 @@ reap_result database::reap(const reap_options& options) {
         return detail::decode_single<detail::expired_count_row>(m_impl->run(count, {arg}))
                    .expired == 0;
     };
-    if (!nothing(detail::statement::count_expired, grace))
-        delete_free_rows(*m_impl, out, batch, grace);
+    if (!nothing(detail::statement::count_expired, grace)) // free rows: never anyone's lock
+        delete_in_batches(*m_impl, detail::statement::reap_expired, batch, grace, out, out.deleted);
     // Held rows whose lease ended, once seen unchanged for their TTL (a read, then deletes).
     m_impl->stale_leases().reap(*m_impl, batch, grace, options.settle, out);
     if (options.prune_history && !nothing(detail::statement::job_prune_count, keep))
-        prune_job_runs(*m_impl, out, batch, keep);
+        delete_in_batches(*m_impl, detail::statement::job_prune, batch, keep, out,
+                          out.history_deleted);
     return out;
 }
 
