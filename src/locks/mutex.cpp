@@ -1,6 +1,7 @@
 #include "sqlock/mutex.hpp"
 
 #include "backends/local_queue.hpp"
+#include "base/busy_retry.hpp"
 #include "base/io_wait.hpp"
 #include "base/owner.hpp"
 #include "base/waiting.hpp"
@@ -707,17 +708,9 @@ namespace {
 /// lease left behind makes the next holder wait out its TTL. Throws what the last try threw.
 void release_retrying_busy(detail::lock_strategy& strategy, detail::database_impl& db,
                            const detail::active_hold& hold, const detail::grant& held) {
-    for (int retries = 0;; ++retries) {
-        try {
-            strategy.release(db, hold.request(), held);
-            return;
-        } catch (const error& e) {
-            const bool busy = e.code() == errc::timeout || e.code() == errc::conflict;
-            if (!busy || retries >= 2 || !hold.valid(std::chrono::steady_clock::now()))
-                throw;
-        }
-        detail::pause_for(std::chrono::milliseconds(20 << retries));
-    }
+    detail::retry_if_busy([&] { strategy.release(db, hold.request(), held); },
+                          std::chrono::milliseconds(20),
+                          [&] { return hold.valid(std::chrono::steady_clock::now()); });
 }
 
 /// unlock()'s first look at `hold`: the loss already known (by the lease keeper), else none.

@@ -2,7 +2,7 @@
 // quorum_force_release (break-glass release on every member) and quorum_reseed (a restored
 // member's marks raised from the others), for sqlock status, release and reseed with several
 // --url.
-#include "base/io_wait.hpp"
+#include "base/busy_retry.hpp"
 #include "base/rows.hpp"
 #include "database/database_impl.hpp"
 #include "locks/lock_name.hpp"
@@ -148,18 +148,13 @@ namespace {
 /// the row was freed.
 bool release_row_as_read(detail::database_impl& db, std::string_view name,
                          const detail::quorum_listing_row& row) {
-    for (int retries = 0;; ++retries) {
-        try {
+    return detail::retry_if_busy(
+        [&] {
             return db.run(detail::statement::q_release,
                           {name, std::string_view(row.owner), row.token})
                        .affected_rows > 0;
-        } catch (const error& e) {
-            const bool busy = e.code() == errc::timeout || e.code() == errc::conflict;
-            if (!busy || retries >= 2)
-                throw;
-        }
-        detail::pause_for(std::chrono::milliseconds(50 << retries));
-    }
+        },
+        std::chrono::milliseconds(50), [] { return true; });
 }
 
 } // namespace
