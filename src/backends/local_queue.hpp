@@ -21,7 +21,9 @@
 // process, so that the caller can give up at its deadline; callers waiting for the same range,
 // or for a part of a range already waited for, share one helper (wait_threads in
 // local_queue.cpp), so a helper left behind by abandoned waits is never more than one per queue
-// file and range start.
+// file and range start. A caller on a fiber (an asynchronous acquire, base/io_wait.hpp) asks the
+// kernel instead (F_OFD_GETLK) every millisecond between pauses of its fiber: no thread waits
+// for it.
 //
 // The queue only orders who asks the database; the lease row (or the lock file's transaction)
 // still decides who holds the lock, so mutual exclusion never depends on this file. User-facing

@@ -64,7 +64,7 @@ constexpr backend_traits sqlite_traits{
     .lock_files = true,
     .pools_lock_sessions = false,
     .notifies_releases = false,
-    .waits_through_hook = false,
+    .waits_through_hook = true, // busy handler, turn gate and queue waits pause
     .queues_waiters_in_server = false,
     .queues_waiters_locally = true,
     .transactional_ddl = true,

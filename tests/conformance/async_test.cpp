@@ -136,6 +136,12 @@ bool lease_strategy() {
     return test::strategy() != sqlock::strategy::select_for_update;
 }
 
+/// True where asynchronous acquires and releases run on fibers of the lock's executor
+/// (PostgreSQL, SQLite), false where they run on worker threads (MariaDB).
+bool on_fibers() {
+    return test::backend().kind != sqlock::backend_kind::mysql;
+}
+
 /// True when a sync semaphore of `permits` takes every permit of `name` at once (one
 /// attempt each), then gives them back: nothing of it is held elsewhere.
 bool semaphore_free_now(const std::string& name, std::int64_t permits) {
@@ -395,7 +401,7 @@ TEST_SUITE("async") {
     }
 
     TEST_CASE("a head waiting for a busy worker ends at its deadline, or at once when cancelled "
-              "(PostgreSQL: no head waits for a worker)") {
+              "(PostgreSQL, SQLite: no head waits for a worker)") {
         io_thread t;
         const auto busy_name = unique_name("async-busy");
         sqlock::mutex holder(db(), busy_name, test::opts());
@@ -421,8 +427,8 @@ TEST_SUITE("async") {
         auto result = waited.get_future().get();
         const auto took = std::chrono::steady_clock::now() - start;
         CHECK_FALSE(result.how.failed);
-        if (test::backend().kind == sqlock::backend_kind::postgresql) {
-            // PostgreSQL heads run on fibers of the executor: the busy worker holds up none.
+        if (on_fibers()) {
+            // Heads run on fibers of the executor: the busy worker holds up none.
             // The grant is the proof (the worker stays busy until holder.unlock() below); the
             // bound only says nothing else held it up: a fresh login alone took 560 ms under
             // TSan on a loaded host, and an attempt under way at the deadline is not undone.
@@ -437,8 +443,8 @@ TEST_SUITE("async") {
         CHECK(occupying.get_future().get().guard.owns_lock());
     }
 
-    TEST_CASE("PostgreSQL: heads run on fibers of the lock's executor, never on a worker") {
-        if (test::backend().kind != sqlock::backend_kind::postgresql)
+    TEST_CASE("PostgreSQL, SQLite: heads run on fibers of the lock's executor, never on a worker") {
+        if (!on_fibers())
             return;
         // One io thread, a pool of one busy-able worker, and many heads waiting in the server
         // at once: with workers they would take turns at the one thread (the last would time
@@ -460,7 +466,8 @@ TEST_SUITE("async") {
         std::vector<std::promise<outcome>> results(names);
         for (std::size_t n = 0; n < names; ++n)
             asio::post(t.io, [&, n] { locks[n]->async_try_lock_for(20s, into(results[n])); });
-        // Every head waits in the server now (or soon): its holder's release grants it.
+        // Every head waits now (or soon), in the server or for SQLite's lock: its holder's
+        // release grants it.
         std::this_thread::sleep_for(300ms);
         const auto threads_waiting = thread_count();
         const auto start = std::chrono::steady_clock::now();
@@ -943,7 +950,7 @@ TEST_SUITE("async") {
         // The watcher and the second io thread, the pool's acquire and release threads, its
         // timer thread, and a few of sqlock's own (renewal, wake-ups): none per waiter.
         CHECK(most_threads <= threads_before + 2 + 2 * sqlock::async_workers::default_size + 1 + 4);
-        if (test::backend().kind == sqlock::backend_kind::postgresql) {
+        if (on_fibers()) {
             // Heads and releases run on fibers of the two io threads: no thread of the pool
             // at all (acquire, release or timer); only the watcher, the second io thread and
             // at most sqlock's fixed background threads (the lease keeper's, started on the

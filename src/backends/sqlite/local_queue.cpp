@@ -1,6 +1,8 @@
 // The waiter queue of one lock name on SQLite, ended by the kernel: see local_queue.hpp.
 #include "backends/local_queue.hpp"
 
+#include "base/io_wait.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
@@ -40,6 +42,9 @@ constexpr std::int64_t counter_limit = std::int64_t{1} << 60;
 /// How long a helper thread with nothing to wait for stays for the next wait (a thread start
 /// would otherwise sit on every handoff's path).
 constexpr std::chrono::seconds idle_helper_keep{2};
+/// How often a waiter on a fiber looks whether the range it waits for is free (it has no
+/// helper thread): a handoff to it is late by up to this.
+constexpr std::chrono::milliseconds fiber_look{1};
 
 int ofd_lock(int fd, int cmd, short type, off_t start, off_t len) noexcept {
     struct flock fl {};
@@ -205,9 +210,28 @@ private:
 
 enum class wait_result { freed, timed_out, failed };
 
-/// Waits until no write lock is left on [start, start + len) of the queue file, or `until`.
-wait_result wait_free(const std::string& path, file_key file, off_t start, off_t len,
+/// On a fiber, which must not block its thread (nor take one of a helper for each name it
+/// waits on): asks the kernel through `fd` whether a write lock is left on [start, start + len)
+/// every fiber_look, until none is or `until`.
+wait_result poll_free(int fd, off_t start, off_t len, steady_clock::time_point until) noexcept {
+    for (;;) {
+        const int held = conflicting(fd, F_RDLCK, start, len);
+        if (held == F_UNLCK)
+            return wait_result::freed;
+        if (held == -1)
+            return wait_result::failed;
+        const auto now = steady_clock::now();
+        if (now >= until || !pause_until(std::min(until, now + fiber_look)))
+            return wait_result::timed_out;
+    }
+}
+
+/// Waits until no write lock is left on [start, start + len) of the queue file (open as `fd`
+/// by the caller, who holds no lock there), or `until`.
+wait_result wait_free(const std::string& path, file_key file, int fd, off_t start, off_t len,
                       steady_clock::time_point until) noexcept {
+    if (on_fiber())
+        return poll_free(fd, start, len, until);
     const auto w = wait_threads::instance().wait_for(path, file, start, len);
     if (!w)
         return wait_result::failed;
@@ -378,7 +402,8 @@ bool fair_turn::join(steady_clock::time_point until) noexcept {
     // to go (then try again: another joiner may have been quicker).
     while (ofd_lock(m_fd, F_OFD_SETLK, F_WRLCK, 0, counter_bytes) == -1) {
         if ((errno != EAGAIN && errno != EACCES) ||
-            wait_free(m_file, {m_dev, m_inode}, 0, counter_bytes, until) != wait_result::freed)
+            wait_free(m_file, {m_dev, m_inode}, m_fd, 0, counter_bytes, until) !=
+                wait_result::freed)
             return false;
     }
     std::int64_t counter = 0;
@@ -426,7 +451,7 @@ bool fair_turn::wait_first(steady_clock::time_point until) noexcept {
     // Each round blocks in the kernel; it ends early only when a range became free, after
     // which first() looks at the whole range again (a shared wait may cover only part of it).
     while (!first()) {
-        switch (wait_free(m_file, {m_dev, m_inode}, slot_base + 1, m_ticket - 1, until)) {
+        switch (wait_free(m_file, {m_dev, m_inode}, m_fd, slot_base + 1, m_ticket - 1, until)) {
         case wait_result::freed:
             continue;
         case wait_result::timed_out:
@@ -469,10 +494,10 @@ bool fair_turn::holder_present() noexcept {
 
 void fair_turn::wait_holder_gone(steady_clock::time_point until) noexcept {
     if (!holder_present() ||
-        wait_free(m_file, {m_dev, m_inode}, holder_byte, 1, until) == wait_result::failed)
+        wait_free(m_file, {m_dev, m_inode}, m_fd, holder_byte, 1, until) == wait_result::failed)
         // No queued holder to wait for (a try_lock() holder, an older sqlock), or no helper:
         // the caller's backoff pause, as when polling.
-        std::this_thread::sleep_until(until);
+        pause_until(until);
 }
 
 } // namespace sqlock::detail

@@ -1,6 +1,7 @@
 // SQLite backend: one sqlite3 connection per session, WAL, busy timeout, cached statements.
 #include "backends/backend.hpp"
 #include "backends/module.hpp"
+#include "backends/sqlite/sqlite_waits.hpp"
 #include "base/sql_text.hpp"
 
 #include <array>
@@ -11,7 +12,7 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <sqlite3.h>
 #include <string_view>
 #include <sys/stat.h>
@@ -29,40 +30,17 @@ struct stmt_finalizer {
     void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
 };
 
-/// SQL function sqlock_busy_timeout(ms): -1 = do not wait, 0 = wait forever, else ms. The
-/// timeout set is also kept in the int its user data points to (the session's), so that a
-/// COMMIT can wait longer and put it back (see sqlite_session::commit).
+/// SQL function sqlock_busy_timeout(ms): -1 = do not wait, 0 = wait forever, else ms, set on
+/// the session's busy_wait (its user data), so that a COMMIT can wait longer and put it back
+/// (see sqlite_session::commit).
 void set_busy_timeout(sqlite3_context* context, int, sqlite3_value** argv) {
     const auto ms = sqlite3_value_int64(argv[0]);
-    const int timeout =
-        ms < 0    ? 0
-        : ms == 0 ? std::numeric_limits<int>::max()
-                  : static_cast<int>(std::min<sqlite3_int64>(ms, std::numeric_limits<int>::max()));
-    sqlite3_busy_timeout(sqlite3_context_db_handle(context), timeout);
-    if (auto* kept = static_cast<int*>(sqlite3_user_data(context)))
-        *kept = timeout;
+    const int timeout = ms < 0 ? 0
+                        : ms == 0
+                            ? busy_wait::forever
+                            : static_cast<int>(std::min<sqlite3_int64>(ms, busy_wait::forever));
+    static_cast<busy_wait*>(sqlite3_user_data(context))->set(timeout);
     sqlite3_result_int(context, 1);
-}
-
-/// One in-process gate per database file: SQLite has a single writer, and connections of one
-/// process that wait for it through the busy handler sleep and retry and can starve each other
-/// (seen with 4-8 threads: an unlock gave up after the busy timeout). Statements on the shared
-/// database file take turns here instead; other processes still meet at SQLite's own lock.
-std::shared_ptr<std::mutex> statement_gate(const std::string& path) {
-    static std::mutex registry_mutex;
-    static std::map<std::string, std::weak_ptr<std::mutex>> registry;
-    std::error_code ec;
-    auto key = std::filesystem::weakly_canonical(path, ec).string();
-    if (ec)
-        key = path;
-    std::lock_guard lock(registry_mutex);
-    auto& slot = registry[key];
-    auto gate = slot.lock();
-    if (!gate) {
-        gate = std::make_shared<std::mutex>();
-        slot = gate;
-    }
-    return gate;
 }
 
 class sqlite_session final : public session {
@@ -101,16 +79,16 @@ public:
         // Writers wait for each other up to the connect timeout instead of failing at once.
         const auto busy_ms =
             std::min<long long>(config.connect_timeout.count(), std::numeric_limits<int>::max());
-        sqlite3_busy_timeout(m_db.get(), static_cast<int>(busy_ms));
-        m_applied_busy_ms = m_commit_busy_ms = m_busy_ms = static_cast<int>(busy_ms);
+        m_busy.emplace(m_db.get(), static_cast<int>(busy_ms));
+        m_own_busy_ms = m_commit_busy_ms = static_cast<int>(busy_ms);
         if (lock_holder) {
             m_lock_holder = true;
             // fu_wait sets how long BEGIN IMMEDIATE waits for the lock file, from SQL.
-            sqlite3_create_function_v2(m_db.get(), "sqlock_busy_timeout", 1, SQLITE_UTF8,
-                                       &m_busy_ms, &set_busy_timeout, nullptr, nullptr, nullptr);
+            sqlite3_create_function_v2(m_db.get(), "sqlock_busy_timeout", 1, SQLITE_UTF8, &*m_busy,
+                                       &set_busy_timeout, nullptr, nullptr, nullptr);
             return; // nothing is ever written to a lock file: no journal settings needed
         }
-        m_gate = statement_gate(config.path);
+        m_gate = turn_gate::of(config.path);
         // WAL lets readers run beside the one writer; synchronous=FULL makes every grant
         // durable, so a power loss cannot roll the token counter back.
         exec_plain("PRAGMA journal_mode = WAL");
@@ -211,12 +189,12 @@ public:
         // the acquire allowed itself to wait (nothing for try_lock(), 10 ms for a caller queued
         // on SQLite): wait up to connect_timeout. Then put the acquire's timeout back, which
         // fu_wait (skip-if-unchanged) would not send again.
-        sqlite3_busy_timeout(m_db.get(), m_commit_busy_ms);
         struct restore {
-            sqlite3* db;
+            busy_wait& busy;
             int ms;
-            ~restore() { sqlite3_busy_timeout(db, ms); }
-        } put_back{m_db.get(), m_busy_ms};
+            ~restore() { busy.set(ms); }
+        } put_back{*m_busy, m_busy->limit()};
+        m_busy->set(m_commit_busy_ms);
         exec_plain("COMMIT");
     }
     void rollback() noexcept override {
@@ -382,12 +360,8 @@ private:
         if (m_lock_holder)
             return;
         const auto limit = busy_wait_limit::current();
-        const int busy_ms =
-            limit ? static_cast<int>(std::min<long long>(limit->count(), m_busy_ms)) : m_busy_ms;
-        if (busy_ms != m_applied_busy_ms) {
-            sqlite3_busy_timeout(m_db.get(), busy_ms);
-            m_applied_busy_ms = busy_ms;
-        }
+        m_busy->set(limit ? static_cast<int>(std::min<long long>(limit->count(), m_own_busy_ms))
+                          : m_own_busy_ms);
     }
 
     void exec_plain(const std::string& sql) {
@@ -422,18 +396,19 @@ private:
     std::unique_ptr<sqlite3, db_closer> m_db;
     std::array<std::unique_ptr<sqlite3_stmt, stmt_finalizer>, statement_count> m_statements;
     bool m_usable = true;
-    std::shared_ptr<std::mutex> m_gate; ///< null for lock-file sessions (they wait in BEGIN)
-    bool m_lock_holder = false;         ///< a session on a name's lock file
-    int m_busy_ms = 0;                  ///< the busy timeout set last (sqlock_busy_timeout)
-    int m_commit_busy_ms = 0;           ///< a lock file's COMMIT waits this long (connect_timeout)
-    int m_applied_busy_ms = 0;          ///< a pooled session's busy timeout now (busy_wait_limit)
+    std::shared_ptr<turn_gate> m_gate; ///< null for lock-file sessions (they wait in BEGIN)
+    bool m_lock_holder = false;        ///< a session on a name's lock file
+    /// Its waits for SQLite's locks (a lock file's are set by fu_wait, in SQL).
+    std::optional<busy_wait> m_busy;
+    int m_own_busy_ms = 0;    ///< a pooled session's limit without a busy_wait_limit
+    int m_commit_busy_ms = 0; ///< a lock file's COMMIT waits this long (connect_timeout)
 
     /// The in-process turn for one autocommit statement (none inside an explicit
     /// transaction, whose BEGIN IMMEDIATE already holds SQLite's write lock).
-    std::unique_lock<std::mutex> take_turn() {
+    gate_turn take_turn() {
         if (!m_gate || sqlite3_get_autocommit(m_db.get()) == 0)
             return {};
-        return std::unique_lock<std::mutex>(*m_gate);
+        return gate_turn(*m_gate);
     }
 };
 
