@@ -35,6 +35,13 @@ void release_in_background(std::shared_ptr<detail::async_grant> grant,
     detail::async_calls::release(std::move(grant), std::move(done));
 }
 
+/// The executor whose fibers may run a lock's acquires and releases: none (worker threads)
+/// when the caller asked for workers.
+asio::any_io_executor fiber_host(const async_options& async,
+                                 const asio::any_io_executor& executor) {
+    return async.on_workers ? asio::any_io_executor{} : executor;
+}
+
 } // namespace
 
 async_guard& async_guard::operator=(async_guard&& other) noexcept {
@@ -86,7 +93,7 @@ async_mutex::async_mutex(executor_type executor, database db, std::string name,
     : m_executor(std::move(executor)),
       m_lockable(detail::make_mutex_lockable(std::move(db), std::move(name), std::move(options),
                                              detail::async_access::pool(async.workers),
-                                             m_executor)) {}
+                                             fiber_host(async, m_executor))) {}
 
 async_mutex::~async_mutex() {
     m_lockable->cancel_all();
@@ -105,9 +112,9 @@ void async_mutex::cancel() noexcept {
 async_leader_election::async_leader_election(executor_type executor, database db, std::string name,
                                              leader_options options, async_options async)
     : m_executor(std::move(executor)),
-      m_lockable(
-          detail::make_mutex_lockable(std::move(db), std::move(name), detail::term_options(options),
-                                      detail::async_access::pool(async.workers), m_executor)) {}
+      m_lockable(detail::make_mutex_lockable(
+          std::move(db), std::move(name), detail::term_options(options),
+          detail::async_access::pool(async.workers), fiber_host(async, m_executor))) {}
 
 async_leader_election::~async_leader_election() {
     m_lockable->cancel_all();
@@ -133,7 +140,7 @@ async_semaphore::async_semaphore(executor_type executor, database db, std::strin
     : m_executor(std::move(executor)),
       m_lockable(detail::make_semaphore_lockable(
           std::move(db), std::move(name), permits, std::move(options),
-          detail::async_access::pool(async.workers), m_executor)),
+          detail::async_access::pool(async.workers), fiber_host(async, m_executor))),
       m_permits(permits) {}
 
 async_semaphore::~async_semaphore() {
@@ -156,7 +163,7 @@ async_shared_mutex::async_shared_mutex(executor_type executor, database db, std:
     : m_executor(std::move(executor)),
       m_lockable(detail::make_shared_mutex_lockable(
           std::move(db), std::move(name), std::move(options), max_readers,
-          detail::async_access::pool(async.workers), m_executor)),
+          detail::async_access::pool(async.workers), fiber_host(async, m_executor))),
       m_max_readers(max_readers) {}
 
 async_shared_mutex::~async_shared_mutex() {
