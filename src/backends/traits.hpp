@@ -27,9 +27,11 @@ struct backend_traits {
     /// Releases are announced to listening sessions (LISTEN/NOTIFY), unless a transaction
     /// pooler is in the way.
     bool notifies_releases;
-    /// Its sessions wait only through the wait hook (base/io_wait.hpp): statements, connects
-    /// and notification waits suspend a fiber instead of blocking a thread, so asynchronous
-    /// acquires run on fibers of the caller's executor rather than on worker threads.
+    /// Its sessions wait for others only through the wait hook (base/io_wait.hpp): statements,
+    /// connects, notification waits and waits for another writer suspend a fiber instead of
+    /// blocking a thread, so asynchronous acquires run on fibers of the caller's executor
+    /// rather than on worker threads. (A local file's own disk writes still run on the fiber's
+    /// thread: async_options::on_workers is there for those who mind.)
     bool waits_through_hook;
     /// unique_key waiters queue in the server on a session-level lock per name, unless a
     /// transaction pooler or a multi-primary cluster is in the way.

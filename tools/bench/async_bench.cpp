@@ -19,26 +19,33 @@
 #include <iostream>
 #include <sqlock/async.hpp>
 #include <sqlock/sqlock.hpp>
+#include <string_view>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
 constexpr const char* usage_text =
     R"(usage: sqlock_async_bench --url URL [--url URL ...] [--strategy S ...] [--rounds R]
-                          [--batch B] [--json FILE] [--markdown FILE]
+                          [--batch B] [--on-workers] [--json FILE] [--markdown FILE]
 
 Uncontended acquire + release awaited in a coroutine (async_mutex::async_lock, async_unlock)
 against the sync API (sqlock::mutex lock/unlock), same database and strategy, interleaved: R
 rounds (default 30, plus one warm-up round) of B pairs each (default 40). --strategy
-(repeatable; default all three) picks strategies. The targets are async / sync ratios of
-medians of at most 1.1x on PostgreSQL and 1.3x on MariaDB and SQLite.
+(repeatable; default all three) picks strategies. --on-workers runs the async variant with
+async_options::on_workers (worker threads where it would run on fibers: PostgreSQL, SQLite).
+The targets are async / sync ratios of medians of at most 1.1x on PostgreSQL and 1.3x on
+MariaDB and SQLite.
 
 Exit status: 0 ok (the target is reported, not enforced: this machine's noise); 1 a variant
 failed; 2 usage.
 )";
 
 using config = bench::paired::config;
+
+/// --on-workers: the async variant's async_options::on_workers.
+bool g_on_workers = false;
 
 const bench::paired::description about{"Async vs sync API",
                                        {"sync", "async"},
@@ -59,7 +66,8 @@ public:
         o.strategy = sqlock::parse_strategy(strategy);
         const auto suffix = std::to_string(getpid()) + "-" + strategy;
         m_sync.emplace(m_db, "async-bench-sync-" + suffix, o);
-        m_async.emplace(m_io.get_executor(), m_db, "async-bench-async-" + suffix, o);
+        m_async.emplace(m_io.get_executor(), m_db, "async-bench-async-" + suffix, o,
+                        sqlock::async_options{.on_workers = g_on_workers});
     }
     ~variants() {
         m_async.reset(); // nothing in flight: no acquire to cancel
@@ -107,7 +115,14 @@ private:
 };
 
 config parse(int argc, char** argv) {
-    return bench::paired::parse(argc, argv, usage_text);
+    std::vector<char*> rest;
+    for (int i = 0; i < argc; ++i) {
+        if (i > 0 && std::string_view(argv[i]) == "--on-workers")
+            g_on_workers = true;
+        else
+            rest.push_back(argv[i]);
+    }
+    return bench::paired::parse(static_cast<int>(rest.size()), rest.data(), usage_text);
 }
 
 int run(const config& cfg) {

@@ -1,4 +1,5 @@
-// SQLite backend: one sqlite3 connection per session, WAL, busy timeout, cached statements.
+// SQLite backend: one sqlite3 connection per session, WAL, waits for other writers through the
+// wait hook (sqlite_waits.hpp), cached statements.
 #include "backends/backend.hpp"
 #include "backends/module.hpp"
 #include "backends/sqlite/sqlite_waits.hpp"
@@ -10,7 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
-#include <map>
 #include <memory>
 #include <optional>
 #include <sqlite3.h>
