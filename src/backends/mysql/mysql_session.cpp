@@ -1,5 +1,12 @@
-// MySQL/MariaDB backend over Connector/C++ 1.1: one connection per session, server-side
-// prepared statements cached per statement id, strict SQL mode, UTC session time zone.
+// MySQL/MariaDB backend over MariaDB Connector/C (libmariadb): one connection per session,
+// server-side prepared statements cached per statement id, strict SQL mode, UTC session time
+// zone.
+//
+// Threads: a session is used by one thread at a time but may move between threads. libmariadb
+// 3.x keeps no per-thread client state: mysql_thread_init() and mysql_thread_end() are empty
+// functions there (checked in the 3.3 library Debian 12 ships, and MariaDB documents them as
+// no-ops since Connector/C 3.0), so none is called. mysql_library_init() is not thread-safe
+// and runs once, before the first connection (library_ready()).
 #include "backends/backend.hpp"
 #include "backends/module.hpp"
 #include "base/rows.hpp"
@@ -10,25 +17,15 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cppconn/connection.h>
-#include <cppconn/datatype.h>
-#include <cppconn/exception.h>
-#include <cppconn/metadata.h>
-#include <cppconn/prepared_statement.h>
-#include <cppconn/resultset.h>
-#include <cppconn/resultset_metadata.h>
-#include <cppconn/statement.h>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits>
 #include <map>
 #include <memory>
-#include <mysql_connection.h>
-#include <mysql_driver.h>
+#include <mysql.h>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -46,23 +43,28 @@ constexpr const char* backend_name = "mysql";
 // A fixed mode instead of adding to the server's: a server configured with ANSI_QUOTES,
 // PIPES_AS_CONCAT or ORACLE would parse our SQL differently. STRICT_ALL_TABLES makes an
 // over-long name an error instead of a silent truncation into another lock's name.
+// REPEATABLE READ is what Connector/C++ 1.1, the previous driver, set on every connection it
+// opened (lock-holder sessions switch to READ COMMITTED below): kept, whatever the server's
+// default.
 constexpr const char* session_setup =
     "SET SESSION sql_mode = 'STRICT_ALL_TABLES,STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,"
-    "NO_ENGINE_SUBSTITUTION', time_zone = '+00:00', autocommit = 1";
+    "NO_ENGINE_SUBSTITUTION', time_zone = '+00:00', autocommit = 1, "
+    "tx_isolation = 'REPEATABLE-READ'";
 
-/// Whole seconds, rounded up (Connector/C++ timeouts are in seconds).
+/// Whole seconds, rounded up (libmariadb's timeouts are in seconds).
 int ceil_seconds(std::chrono::milliseconds timeout) {
     const std::int64_t seconds = (std::max<std::int64_t>(timeout.count(), 0) + 999) / 1000;
     return static_cast<int>(std::min<std::int64_t>(seconds, std::numeric_limits<int>::max()));
 }
 
-/// "tcp://host:port". Stays TCP for any host but "localhost", which libmariadb maps to the
-/// Unix socket: that is the user's explicit choice.
-std::string host_uri(const connection_config& config) {
+/// The host given to mysql_real_connect(): an IPv6 address without its brackets. Any host but
+/// "localhost" is reached over TCP; libmariadb maps "localhost" to the Unix socket: that is
+/// the user's explicit choice.
+std::string server_host(const connection_config& config) {
     std::string host = config.host.empty() ? std::string("127.0.0.1") : config.host;
-    if (host.find(':') != std::string::npos && host.front() != '[')
-        host = '[' + host + ']';
-    return "tcp://" + host + ":" + std::to_string(config.port > 0 ? config.port : 3306);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+    return host;
 }
 
 /// True when `version` (VERSION() or the server greeting) is MariaDB 10.5 or later.
@@ -128,168 +130,123 @@ bool has_returning_clause(std::string_view sql) {
     return false;
 }
 
-sql::mysql::MySQL_Driver* driver() {
-    // get_mysql_driver_instance() fills an unlocked global map on first use: call it once,
-    // under the thread-safe static initialisation. Library-owned, never deleted.
-    static sql::mysql::MySQL_Driver* const instance = sql::mysql::get_mysql_driver_instance();
-    return instance;
+/// mysql_library_init() once per process, before any connection (it is not thread-safe;
+/// mysql_init() would call it unguarded).
+bool library_ready() noexcept {
+    static const bool ready = mysql_library_init(0, nullptr, nullptr) == 0;
+    return ready;
 }
 
-/// This process's sockets: descriptor by socket inode, named by their /proc/self/fd links
-/// (no call on a descriptor: other threads open and close descriptors meanwhile).
-std::map<unsigned long, int> socket_descriptors() {
-    std::map<unsigned long, int> sockets;
-    DIR* dir = opendir("/proc/self/fd");
-    if (!dir)
-        return sockets;
-    while (const dirent* entry = readdir(dir)) {
-        char* end = nullptr;
-        const long fd = std::strtol(entry->d_name, &end, 10);
-        if (end == entry->d_name || *end != '\0' || fd == dirfd(dir))
-            continue;
-        char link[64];
-        const std::string path = std::string("/proc/self/fd/") + entry->d_name;
-        const ssize_t size = readlink(path.c_str(), link, sizeof link - 1);
-        if (size <= 0)
-            continue;
-        link[size] = '\0';
-        unsigned long inode = 0;
-        if (std::sscanf(link, "socket:[%lu]", &inode) == 1)
-            sockets[inode] = static_cast<int>(fd);
-    }
-    closedir(dir);
-    return sockets;
+struct connection_closer {
+    void operator()(MYSQL* mysql) const noexcept { mysql_close(mysql); }
+};
+struct statement_closer {
+    void operator()(MYSQL_STMT* stmt) const noexcept { mysql_stmt_close(stmt); }
+};
+struct result_freer {
+    void operator()(MYSQL_RES* res) const noexcept { mysql_free_result(res); }
+};
+
+/// A failed client call: what libmariadb said about it.
+struct driver_failure {
+    unsigned int code = 0;
+    std::string text;
+    std::string sqlstate;
+};
+
+[[noreturn]] void throw_failure(MYSQL* mysql) {
+    throw driver_failure{mysql_errno(mysql), mysql_error(mysql), mysql_sqlstate(mysql)};
 }
 
-/// Calls `visit(fd, local_port, remote_port)` for each TCP socket of this process until it
-/// returns true. Connector/C++ 1.1 does not expose its socket, so sessions find theirs here:
-/// the process's socket inodes first, then their ports in /proc/self/net/tcp and tcp6 (which
-/// list the whole network namespace: reading stops once every socket of ours was seen).
-template <typename Visit>
-void for_each_tcp_socket(Visit&& visit) {
-    const auto sockets = socket_descriptors();
-    std::size_t seen = 0;
-    for (const char* table : {"/proc/self/net/tcp", "/proc/self/net/tcp6"}) {
-        if (seen == sockets.size())
-            return;
-        std::FILE* file = std::fopen(table, "re");
-        if (!file)
-            continue;
-        char line[512];
-        bool header = true;
-        bool done = false;
-        while (!done && seen < sockets.size() && std::fgets(line, sizeof line, file)) {
-            if (std::exchange(header, false))
-                continue;
-            char local[64];
-            char remote[64];
-            unsigned long inode = 0;
-            // sl local:PORT rem:PORT st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
-            if (std::sscanf(line, "%*s %63s %63s %*s %*s %*s %*s %*s %*s %lu", local, remote,
-                            &inode) != 3)
-                continue;
-            const auto socket = sockets.find(inode);
-            const char* local_port = std::strrchr(local, ':');
-            const char* remote_port = std::strrchr(remote, ':');
-            if (socket == sockets.end() || !local_port || !remote_port)
-                continue;
-            ++seen;
-            done = visit(socket->second, static_cast<int>(std::strtol(local_port + 1, nullptr, 16)),
-                         static_cast<int>(std::strtol(remote_port + 1, nullptr, 16)));
-        }
-        std::fclose(file);
-        if (done)
-            return;
-    }
+[[noreturn]] void throw_failure(MYSQL_STMT* stmt) {
+    throw driver_failure{mysql_stmt_errno(stmt), mysql_stmt_error(stmt), mysql_stmt_sqlstate(stmt)};
 }
 
-/// This process's TCP socket whose local port is `local_port` and remote port `server_port`,
-/// or -1 (the server tells us our port).
-int find_tcp_socket(int local_port, int server_port) {
-    int found = -1;
-    for_each_tcp_socket([&](int fd, int local, int remote) {
-        if (local != local_port || remote != server_port)
-            return false;
-        found = fd;
-        return true;
-    });
-    return found;
-}
-
-/// Marks this process's sockets to `server_port` close-on-exec. The client library opens them
-/// without it, so a command started by the process (`sqlock run -- CMD`) would inherit the
-/// connection, and keep a select_for_update lock alive on the server after this process died.
-void close_server_sockets_on_exec(int server_port) {
-    for_each_tcp_socket([&](int fd, int, int remote) {
-        if (remote == server_port) {
-            const int flags = fcntl(fd, F_GETFD);
-            if (flags >= 0 && (flags & FD_CLOEXEC) == 0)
-                fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
-        }
+/// Signed integer columns (tokens, counts, flags) come out as their decimal text.
+bool is_signed_integer(const MYSQL_FIELD& field) {
+    if ((field.flags & UNSIGNED_FLAG) != 0)
         return false;
-    });
+    switch (field.type) {
+    case MYSQL_TYPE_TINY:
+    case MYSQL_TYPE_SHORT:
+    case MYSQL_TYPE_INT24:
+    case MYSQL_TYPE_LONG:
+    case MYSQL_TYPE_LONGLONG:
+        return true;
+    default:
+        return false;
+    }
 }
 
 class mysql_session final : public session {
 public:
     mysql_session(const connection_config& config, const sql_catalog& catalog)
         : session(catalog), m_config(config) {
-        sql::ConnectOptionsMap options;
-        options["hostName"] = sql::SQLString(host_uri(config));
-        options["userName"] = sql::SQLString(config.user);
-        options["password"] = sql::SQLString(config.password);
-        if (!config.database.empty())
-            options["schema"] = sql::SQLString(config.database);
+        if (!library_ready())
+            throw error(errc::backend, "mysql: the MariaDB client library failed to initialise",
+                        backend_name);
+        m_mysql.reset(mysql_init(nullptr));
+        if (!m_mysql)
+            throw std::bad_alloc();
+        MYSQL* const mysql = m_mysql.get();
         // Lock names and owners are VARBINARY; utf8mb4 only shapes host/strategy and messages.
-        options["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
+        mysql_optionsv(mysql, MYSQL_SET_CHARSET_NAME, "utf8mb4");
         // The connect timeout also bounds the wait for the server's greeting. The client counts
         // whole seconds: connect_timeout (or what is left to the thread's connect_deadline,
         // connect_budget) is rounded up, to at least 1 s.
-        options["OPT_CONNECT_TIMEOUT"] =
-            std::max(ceil_seconds(connect_budget(config.connect_timeout)), 1);
+        const auto connect_seconds = static_cast<unsigned int>(
+            std::max(ceil_seconds(connect_budget(config.connect_timeout)), 1));
+        mysql_optionsv(mysql, MYSQL_OPT_CONNECT_TIMEOUT, &connect_seconds);
         if (const int io = ceil_seconds(config.io_timeout); io > 0) {
-            options["OPT_READ_TIMEOUT"] = io;
-            options["OPT_WRITE_TIMEOUT"] = io;
+            const auto io_seconds = static_cast<unsigned int>(io);
+            mysql_optionsv(mysql, MYSQL_OPT_READ_TIMEOUT, &io_seconds);
+            mysql_optionsv(mysql, MYSQL_OPT_WRITE_TIMEOUT, &io_seconds);
         }
         // A silent reconnect would drop session state (transaction, GET_LOCK, prepared
         // statements) behind our back: a broken connection must surface as errc::connection.
-        options["OPT_RECONNECT"] = false;
+        const my_bool reconnect = 0;
+        mysql_optionsv(mysql, MYSQL_OPT_RECONNECT, &reconnect);
         if (config.purpose == session_purpose::lock_holder && !config.client_identity.empty()) {
             // Operators see which process holds a FOR UPDATE lock in
             // performance_schema.session_connect_attrs (when performance_schema is on).
-            std::map<sql::SQLString, sql::SQLString> attributes;
-            attributes["sqlock_process"] = sql::SQLString(config.client_identity);
-            options["OPT_CONNECT_ATTR_ADD"] = attributes;
+            mysql_optionsv(mysql, MYSQL_OPT_CONNECT_ATTR_ADD, "sqlock_process",
+                           config.client_identity.c_str());
         }
         try {
-            m_conn.reset(driver()->connect(options));
-            close_server_sockets_on_exec(config.port > 0 ? config.port : 3306);
+            const std::string host = server_host(config);
+            if (!mysql_real_connect(mysql, host.c_str(), config.user.c_str(),
+                                    config.password.c_str(),
+                                    config.database.empty() ? nullptr : config.database.c_str(),
+                                    static_cast<unsigned int>(config.port > 0 ? config.port : 3306),
+                                    nullptr, CLIENT_MULTI_RESULTS))
+                throw_failure(mysql);
+            m_connected = true;
+            // The client library opens its socket without close-on-exec, so a command started
+            // by the process (`sqlock run -- CMD`) would inherit the connection, and keep a
+            // select_for_update lock alive on the server after this process died.
+            const my_socket fd = mysql_get_socket(mysql);
+            if (fd >= 0) {
+                const int flags = fcntl(fd, F_GETFD);
+                if (flags >= 0 && (flags & FD_CLOEXEC) == 0)
+                    fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+            }
             check_server_version();
-            m_plain.reset(m_conn->createStatement());
-            m_plain->execute(session_setup);
+            run_text(session_setup, nullptr);
             // Lock sessions run with autocommit off: the locking SELECT itself opens the
             // transaction, so an acquire needs no START TRANSACTION round trip.
             if (config.purpose == session_purpose::lock_holder) {
-                m_plain->execute("SET SESSION autocommit = 0, "
-                                 "tx_isolation = 'READ-COMMITTED'");
+                run_text("SET SESSION autocommit = 0, tx_isolation = 'READ-COMMITTED'", nullptr);
                 m_autocommit_off = true;
-                // Operators (and tests) KILL a stuck holder by this id. The client address
-                // the server sees ("127.0.0.1:PORT") finds our socket, so that usable() can see
-                // a server that hung up (KILL, crash) without a round trip: a holder must learn
-                // that its lock ended before it acts on it again.
-                std::unique_ptr<sql::ResultSet> rs(m_plain->executeQuery(
-                    "SELECT CONNECTION_ID(), (SELECT HOST FROM information_schema.PROCESSLIST "
-                    "WHERE ID = CONNECTION_ID())"));
-                if (rs->next()) {
-                    m_connection_id = rs->getInt64(1);
-                    const std::string client = rs->isNull(2) ? "" : rs->getString(2).asStdString();
-                    const auto colon = client.rfind(':');
-                    if (colon != std::string::npos)
-                        m_socket = find_tcp_socket(std::atoi(client.c_str() + colon + 1),
-                                                   config.port > 0 ? config.port : 3306);
-                }
+                // Operators (and tests) KILL a stuck holder by this id. The socket (TCP or Unix)
+                // lets usable() see a server that hung up (KILL, crash) without a round trip: a
+                // holder must learn that its lock ended before it acts on it again.
+                result id;
+                run_text("SELECT CONNECTION_ID()", &id);
+                if (!id.rows.empty() && !id.rows.front().empty() && id.rows.front().front())
+                    m_connection_id = std::strtoll(id.rows.front().front()->c_str(), nullptr, 10);
+                m_socket = fd;
             }
-        } catch (const sql::SQLException& e) {
+        } catch (const driver_failure& e) {
             fail(e, "connect");
         }
     }
@@ -302,40 +259,52 @@ protected:
             m_in_transaction = true;
         try {
             auto& p = prepared(id);
+            MYSQL_STMT* const stmt = p.stmt.get();
             for (std::size_t i = 0; i < p.order.size(); ++i) {
-                const auto index = static_cast<unsigned int>(i + 1);
                 const auto number = static_cast<std::size_t>(p.order[i]);
                 if (number >= params.size())
                     throw std::logic_error("statement " + std::string(name_of(id)) + " uses $" +
                                            std::to_string(number + 1) + " but got " +
                                            std::to_string(params.size()) + " parameters");
                 const param& value = params[number];
+                MYSQL_BIND& bind = p.params[i];
+                bind = MYSQL_BIND{};
                 if (const auto* n = std::get_if<std::int64_t>(&value)) {
-                    p.stmt->setInt64(index, *n);
+                    p.integers[i] = *n;
+                    bind.buffer_type = MYSQL_TYPE_LONGLONG;
+                    bind.buffer = &p.integers[i];
                 } else if (const auto* s = std::get_if<std::string_view>(&value)) {
-                    p.stmt->setString(index, sql::SQLString(s->data(), s->size()));
+                    // Binary-safe: the length is given, never looked for.
+                    static char empty[1] = {};
+                    p.lengths[i] = static_cast<unsigned long>(s->size());
+                    bind.buffer_type = MYSQL_TYPE_STRING;
+                    bind.buffer = s->empty() ? empty : const_cast<char*>(s->data());
+                    bind.buffer_length = p.lengths[i];
+                    bind.length = &p.lengths[i];
                 } else {
-                    p.stmt->setNull(index, sql::DataType::VARCHAR);
+                    bind.buffer_type = MYSQL_TYPE_NULL;
                 }
             }
-            // PreparedStatement::getUpdateCount() is not implemented in 1.1 (it throws), and
-            // executeUpdate() on a statement with rows leaves them unread ("Commands out of
-            // sync"): so whether rows come back is decided once, at prepare time.
+            if (!p.params.empty() && mysql_stmt_bind_param(stmt, p.params.data()))
+                throw_failure(stmt);
+            if (mysql_stmt_execute(stmt))
+                throw_failure(stmt);
+            // Whether rows come back was decided once, at prepare time: rows nobody reads
+            // would make the next command fail "out of sync".
             result out;
             if (p.returns_rows) {
-                read_rows(std::unique_ptr<sql::ResultSet>(p.stmt->executeQuery()), out);
+                read_rows(p, out);
             } else {
-                const int affected = p.stmt->executeUpdate();
-                if (affected < 0) {
+                if (mysql_stmt_field_count(stmt) > 0) {
                     // Rows came back after all and sit unread on the wire.
                     m_usable = false;
                     throw std::logic_error("statement " + std::string(name_of(id)) +
                                            " returned rows where none were expected");
                 }
-                out.affected_rows = static_cast<std::uint64_t>(affected);
+                out.affected_rows = static_cast<std::uint64_t>(mysql_stmt_affected_rows(stmt));
             }
             return out;
-        } catch (const sql::SQLException& e) {
+        } catch (const driver_failure& e) {
             fail(e, name_of(id));
         }
     }
@@ -482,20 +451,39 @@ public:
 
 private:
     struct prepared_statement {
-        std::unique_ptr<sql::PreparedStatement> stmt;
+        std::unique_ptr<MYSQL_STMT, statement_closer> stmt;
         std::vector<int> order; ///< parameter index bound to each "?"
         bool returns_rows = false;
+        // Parameter binds, one per "?", and the values they point to.
+        std::vector<MYSQL_BIND> params;
+        std::vector<std::int64_t> integers;
+        std::vector<unsigned long> lengths;
+        // Result binds, one per column, and their buffers (reused from one execution to the
+        // next; a longer value is fetched again with mysql_stmt_fetch_column).
+        std::vector<MYSQL_BIND> columns;
+        std::vector<std::string> buffers;
+        std::vector<std::int64_t> column_integers;
+        std::vector<unsigned long> column_lengths;
+        std::vector<my_bool> column_nulls;
+        std::vector<my_bool> column_errors;
+        std::vector<bool> signed_integer;
     };
+
+    /// Column buffer size: lock names, owners and numbers fit; longer values are fetched again.
+    static constexpr std::size_t column_buffer_size = 256;
 
     void check_server_version() {
         // The version from the server greeting costs no round trip; a proxy may announce its
         // own version there, so anything that does not pass is confirmed with the server.
-        std::string version = m_conn->getMetaData()->getDatabaseProductVersion().asStdString();
+        const char* greeting = mysql_get_server_info(m_mysql.get());
+        std::string version = greeting ? greeting : "";
         if (supported_version(version))
             return;
-        std::unique_ptr<sql::Statement> stmt(m_conn->createStatement());
-        std::unique_ptr<sql::ResultSet> rs(stmt->executeQuery("SELECT VERSION()"));
-        version = rs->next() ? rs->getString(1).asStdString() : std::string();
+        result out;
+        run_text("SELECT VERSION()", &out);
+        version = !out.rows.empty() && !out.rows.front().empty() && out.rows.front().front()
+                      ? *out.rows.front().front()
+                      : std::string();
         if (!supported_version(version))
             throw error(errc::unsupported,
                         "sqlock needs MariaDB 10.5 or later (server is " + version + " at " +
@@ -507,39 +495,154 @@ private:
         auto& slot = m_prepared[static_cast<std::size_t>(id)];
         if (!slot.stmt) {
             auto rewritten = rewrite_placeholders(m_catalog[id], placeholder_style::question);
-            std::unique_ptr<sql::PreparedStatement> stmt(m_conn->prepareStatement(rewritten.text));
+            std::unique_ptr<MYSQL_STMT, statement_closer> stmt(mysql_stmt_init(m_mysql.get()));
+            if (!stmt)
+                throw_failure(m_mysql.get());
+            if (mysql_stmt_prepare(stmt.get(), rewritten.text.data(),
+                                   static_cast<unsigned long>(rewritten.text.size())))
+                throw_failure(stmt.get());
             const bool returns_rows =
-                stmt->getMetaData()->getColumnCount() > 0 || has_returning_clause(rewritten.text);
-            slot = {std::move(stmt), std::move(rewritten.order), returns_rows};
+                mysql_stmt_field_count(stmt.get()) > 0 || has_returning_clause(rewritten.text);
+            const std::size_t placeholders = rewritten.order.size();
+            slot = prepared_statement{};
+            slot.stmt = std::move(stmt);
+            slot.order = std::move(rewritten.order);
+            slot.returns_rows = returns_rows;
+            slot.params.resize(placeholders);
+            slot.integers.resize(placeholders);
+            slot.lengths.resize(placeholders);
         }
         return slot;
     }
 
-    static void read_rows(std::unique_ptr<sql::ResultSet> rs, result& out) {
-        auto* meta = rs->getMetaData();
-        const auto columns = meta->getColumnCount();
-        // Signed integers (tokens, counts, flags) are read as numbers: getString on them
-        // formats through snprintf, a measurable part of a lock's client CPU.
-        std::vector<bool> signed_integer(columns + 1, false);
-        for (unsigned int c = 1; c <= columns; ++c) {
-            const int type = meta->getColumnType(c);
-            signed_integer[c] = meta->isSigned(c) &&
-                                (type == sql::DataType::BIGINT || type == sql::DataType::INTEGER ||
-                                 type == sql::DataType::MEDIUMINT ||
-                                 type == sql::DataType::SMALLINT || type == sql::DataType::TINYINT);
+    /// Binds the result columns of `p`'s executed statement: signed integers as numbers (to
+    /// be written as decimal text), everything else as bytes.
+    static void bind_columns(prepared_statement& p, unsigned int count) {
+        MYSQL_STMT* const stmt = p.stmt.get();
+        const std::unique_ptr<MYSQL_RES, result_freer> meta(mysql_stmt_result_metadata(stmt));
+        if (!meta)
+            throw_failure(stmt);
+        const MYSQL_FIELD* fields = mysql_fetch_fields(meta.get());
+        p.columns.assign(count, MYSQL_BIND{});
+        p.buffers.resize(count);
+        p.column_integers.assign(count, 0);
+        p.column_lengths.assign(count, 0);
+        p.column_nulls.assign(count, 0);
+        p.column_errors.assign(count, 0);
+        p.signed_integer.assign(count, false);
+        for (unsigned int c = 0; c < count; ++c) {
+            MYSQL_BIND& bind = p.columns[c];
+            bind.is_null = &p.column_nulls[c];
+            bind.length = &p.column_lengths[c];
+            bind.error = &p.column_errors[c];
+            p.signed_integer[c] = is_signed_integer(fields[c]);
+            if (p.signed_integer[c]) {
+                bind.buffer_type = MYSQL_TYPE_LONGLONG;
+                bind.buffer = &p.column_integers[c];
+                bind.is_unsigned = 0;
+            } else {
+                p.buffers[c].resize(column_buffer_size);
+                bind.buffer_type = MYSQL_TYPE_STRING;
+                bind.buffer = p.buffers[c].data();
+                bind.buffer_length = static_cast<unsigned long>(p.buffers[c].size());
+            }
         }
-        while (rs->next()) {
+        if (mysql_stmt_bind_result(stmt, p.columns.data()))
+            throw_failure(stmt);
+    }
+
+    static void read_rows(prepared_statement& p, result& out) {
+        MYSQL_STMT* const stmt = p.stmt.get();
+        const unsigned int count = mysql_stmt_field_count(stmt);
+        if (count == 0)
+            return; // no result set after all
+        // Buffered, as before: the whole result is read off the wire before the first row.
+        if (mysql_stmt_store_result(stmt))
+            throw_failure(stmt);
+        struct free_result {
+            MYSQL_STMT* stmt;
+            ~free_result() { mysql_stmt_free_result(stmt); }
+        } const release{stmt};
+        bind_columns(p, count);
+        for (;;) {
+            const int status = mysql_stmt_fetch(stmt);
+            if (status == MYSQL_NO_DATA)
+                break;
+            if (status != 0 && status != MYSQL_DATA_TRUNCATED)
+                throw_failure(stmt);
             row r;
-            r.reserve(columns);
-            for (unsigned int c = 1; c <= columns; ++c) {
-                if (rs->isNull(c))
+            r.reserve(count);
+            for (unsigned int c = 0; c < count; ++c) {
+                if (p.column_nulls[c]) {
                     r.emplace_back(std::nullopt);
-                else if (signed_integer[c])
-                    r.emplace_back(std::to_string(rs->getInt64(c)));
-                else
-                    r.emplace_back(rs->getString(c).asStdString());
+                } else if (p.signed_integer[c]) {
+                    r.emplace_back(std::to_string(p.column_integers[c]));
+                } else if (p.column_lengths[c] <= p.buffers[c].size()) {
+                    r.emplace_back(std::string(p.buffers[c].data(), p.column_lengths[c]));
+                } else {
+                    // Longer than the buffer: fetch the whole value.
+                    std::string value(p.column_lengths[c], '\0');
+                    unsigned long length = 0;
+                    MYSQL_BIND whole{};
+                    whole.buffer_type = MYSQL_TYPE_STRING;
+                    whole.buffer = value.data();
+                    whole.buffer_length = static_cast<unsigned long>(value.size());
+                    whole.length = &length;
+                    if (mysql_stmt_fetch_column(stmt, &whole, c, 0))
+                        throw_failure(stmt);
+                    value.resize(std::min<std::size_t>(length, value.size()));
+                    r.emplace_back(std::move(value));
+                }
             }
             out.rows.push_back(std::move(r));
+        }
+    }
+
+    /// The rows of a text-protocol result, as read_rows() gives those of a prepared statement.
+    static void read_text_rows(MYSQL_RES* res, result& out) {
+        const unsigned int count = mysql_num_fields(res);
+        const MYSQL_FIELD* fields = mysql_fetch_fields(res);
+        std::vector<bool> signed_integer(count, false);
+        for (unsigned int c = 0; c < count; ++c)
+            signed_integer[c] = is_signed_integer(fields[c]);
+        while (MYSQL_ROW values = mysql_fetch_row(res)) {
+            const unsigned long* lengths = mysql_fetch_lengths(res);
+            row r;
+            r.reserve(count);
+            for (unsigned int c = 0; c < count; ++c) {
+                if (!values[c])
+                    r.emplace_back(std::nullopt);
+                else if (signed_integer[c])
+                    r.emplace_back(std::to_string(std::strtoll(values[c], nullptr, 10)));
+                else
+                    r.emplace_back(std::string(values[c], lengths[c]));
+            }
+            out.rows.push_back(std::move(r));
+        }
+    }
+
+    /// Runs `sql` over the text protocol and reads every result it gives (an unread one makes
+    /// the next command fail "out of sync"). The first result's rows, or its affected row
+    /// count, go to `out` when given.
+    void run_text(std::string_view sql, result* out) {
+        MYSQL* const mysql = m_mysql.get();
+        if (mysql_real_query(mysql, sql.data(), static_cast<unsigned long>(sql.size())))
+            throw_failure(mysql);
+        for (bool first = true;; first = false) {
+            const std::unique_ptr<MYSQL_RES, result_freer> res(mysql_store_result(mysql));
+            if (res) {
+                if (first && out)
+                    read_text_rows(res.get(), *out);
+            } else if (mysql_field_count(mysql) != 0) {
+                throw_failure(mysql); // rows announced, but reading them failed
+            } else if (first && out) {
+                out->affected_rows = static_cast<std::uint64_t>(mysql_affected_rows(mysql));
+            }
+            const int next = mysql_next_result(mysql);
+            if (next > 0)
+                throw_failure(mysql);
+            if (next < 0)
+                break;
         }
     }
 
@@ -551,15 +654,8 @@ public:
             m_in_transaction = true;
         result out;
         try {
-            if (!m_plain)
-                m_plain.reset(m_conn->createStatement());
-            if (m_plain->execute(std::string(sql)))
-                read_rows(std::unique_ptr<sql::ResultSet>(m_plain->getResultSet()), out);
-            else
-                out.affected_rows = static_cast<std::uint64_t>(m_plain->getUpdateCount());
-            while (m_plain->getMoreResults())
-                std::unique_ptr<sql::ResultSet> discard(m_plain->getResultSet());
-        } catch (const sql::SQLException& e) {
+            run_text(sql, &out);
+        } catch (const driver_failure& e) {
             fail(e, "query");
         }
         return out;
@@ -570,18 +666,8 @@ private:
         check_usable();
         const busy_guard busy(m_busy, m_statements_started);
         try {
-            if (!m_plain)
-                m_plain.reset(m_conn->createStatement());
-            // Drain every result: an unread one makes the next command fail "out of sync".
-            bool has_result = m_plain->execute(sql);
-            for (;;) {
-                if (has_result)
-                    std::unique_ptr<sql::ResultSet> discard(m_plain->getResultSet());
-                if (!m_plain->getMoreResults())
-                    break;
-                has_result = true;
-            }
-        } catch (const sql::SQLException& e) {
+            run_text(sql, nullptr);
+        } catch (const driver_failure& e) {
             fail(e, what);
         }
     }
@@ -622,19 +708,12 @@ private:
                         backend_name);
     }
 
-    /// The driver's own "closed" flag (a local check in 1.1, no ping).
-    bool connection_closed() noexcept {
-        if (!m_conn)
-            return true;
-        try {
-            return m_conn->isClosed();
-        } catch (...) {
-            return true;
-        }
-    }
+    /// Whether the connection was never made (mysql_real_connect failed): errors then are
+    /// connection errors, whatever their number.
+    bool connection_closed() const noexcept { return !m_connected; }
 
-    [[noreturn]] void fail(const sql::SQLException& e, std::string_view what) {
-        const int code = e.getErrorCode();
+    [[noreturn]] void fail(const driver_failure& e, std::string_view what) {
+        const int code = static_cast<int>(e.code);
         errc category = classify_mysql_errno(code);
         if (category != errc::connection && connection_closed())
             category = errc::connection;
@@ -647,30 +726,30 @@ private:
             message += "cannot connect to " + m_config.redacted_url + ": ";
         // The driver's text never quotes the password or a connection string today (it names
         // the user, host and database): should it ever, the password field is masked.
-        message += redact_passwords(e.what());
+        message += redact_passwords(e.text);
         message += " (error " + std::to_string(code);
         if (what != "connect")
             message += ", " + std::string(what) + ", " + m_config.redacted_url;
         message += ")";
-        error failure(category, message, backend_name, code, e.getSQLState());
+        error failure(category, message, backend_name, code, e.sqlstate);
         if (is_server_full(failure))
             throw error(category, message + std::string(mysql_full_hint), backend_name, code,
-                        e.getSQLState());
+                        e.sqlstate);
         throw failure;
     }
 
     connection_config m_config;
     // Declared before the statements: they must be closed before the connection.
-    std::unique_ptr<sql::Connection> m_conn;
-    std::unique_ptr<sql::Statement> m_plain;
+    std::unique_ptr<MYSQL, connection_closer> m_mysql;
     std::array<prepared_statement, statement_count> m_prepared;
+    bool m_connected = false; ///< mysql_real_connect succeeded
     bool m_usable = true;
     /// A transaction may be open: after begin(), and after any statement on a lock-holder
     /// session (autocommit is off there). Lets rollback() skip a needless round trip.
     bool m_in_transaction = false;
     bool m_autocommit_off = false;
     std::int64_t m_connection_id = 0; ///< known for lock-holder sessions
-    int m_socket = -1;                ///< lock-holder sessions over TCP: the connection's socket
+    int m_socket = -1;                ///< lock-holder sessions: the connection's socket
     std::atomic<int> m_busy{0};       ///< statements in progress (see busy_guard)
     std::atomic<std::uint64_t> m_statements_started{0}; ///< ever (see hung_up_while_idle)
 };
