@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for p in g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev libboost-dev libsqlite3-dev \
+for p in g++ cmake make pkg-config libpqxx-dev libpq-dev libmariadb-dev libmysqlcppconn-dev libboost-dev libsqlite3-dev \
          nlohmann-json3-dev; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done

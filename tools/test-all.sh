@@ -120,7 +120,7 @@ join_stages() {
 }
 
 # ---------------------------------------------------------------- 1. packages
-packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmysqlcppconn-dev libboost-dev
+packages=(g++ cmake make pkg-config libpqxx-dev libpq-dev libmariadb-dev libmysqlcppconn-dev libboost-dev
           libsqlite3-dev nlohmann-json3-dev doctest-dev postgresql-15 mariadb-server mariadb-client
           faketime
           libasio-dev    # standalone Asio: the asynchronous locks (sqlock/async.hpp), their tests

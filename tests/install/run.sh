@@ -34,7 +34,7 @@ done
 for module in "$libdir"/sqlock0/sqlock-*.so; do
     backend=$(basename "$module" .so)
     backend=${backend#sqlock-}
-    driver=$(case $backend in postgresql) echo libpq ;; mysql) echo libmysqlcppconn ;;
+    driver=$(case $backend in postgresql) echo libpq ;; mysql) echo libmariadb ;;
         sqlite) echo libsqlite3 ;; esac)
     if ! env -u LD_LIBRARY_PATH ldd "$module" | grep "$driver" >/dev/null; then
         echo "$module does not load $driver" >&2
@@ -58,7 +58,7 @@ fi
 grep -q "the sqlite backend is not installed.*install the package libsqlock0-sqlite" \
     "$work/no-module.err"
 mv "$work/sqlock-sqlite.so" "$libdir/sqlock0/sqlock-sqlite.so"
-if grep -rqE 'pqxx|cppconn|sqlite3\.h' "$work/prefix/include/sqlock"; then
+if grep -rqE 'pqxx|cppconn|mysql\.h|sqlite3\.h' "$work/prefix/include/sqlock"; then
     echo "public headers mention a backend library" >&2
     exit 1
 fi

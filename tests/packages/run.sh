@@ -80,7 +80,7 @@ for binary in /usr/bin/sqlock "$libdir/libsqlock.so.0" "$libdir/libsqlock-c.so.1
         exit 1
     fi
 done
-for backend in postgresql:libpq mysql:libmysqlcppconn sqlite:libsqlite3; do
+for backend in postgresql:libpq mysql:libmariadb sqlite:libsqlite3; do
     module="$libdir/sqlock0/sqlock-${backend%%:*}.so"
     if ! ldd "$module" | grep "${backend#*:}" >/dev/null; then
         echo "packages: $module does not load ${backend#*:}" >&2
