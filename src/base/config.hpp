@@ -63,7 +63,7 @@ void apply_backend_options(connection_config& config, const connect_options& opt
 /// `message` with the password field of every URL in it ("scheme://user:PASSWORD@host...")
 /// and every connection-string value "password=..." replaced by "***", found by structure, not
 /// by the password's text: user, host and database names stay whole. For messages that quote a
-/// server's or a client library's text (neither libpq nor MariaDB Connector/C++ quotes the
+/// server's or a client library's text (neither libpq nor MariaDB Connector/C quotes the
 /// password or the connection string today; this holds should a future version do so).
 std::string redact_passwords(std::string message);
 

@@ -1,5 +1,5 @@
 // Internal: the one interface strategies and core code use to talk to any backend.
-// Backends (src/backends/*) implement it; nothing above it sees libpqxx, Connector/C++ or
+// Backends (src/backends/*) implement it; nothing above it sees libpqxx, MariaDB Connector/C or
 // sqlite3 types.
 #pragma once
 
