@@ -57,9 +57,9 @@ int ceil_seconds(std::chrono::milliseconds timeout) {
     return static_cast<int>(std::min<std::int64_t>(seconds, std::numeric_limits<int>::max()));
 }
 
-/// The host given to mysql_real_connect(): an IPv6 address without its brackets. Any host but
-/// "localhost" is reached over TCP; libmariadb maps "localhost" to the Unix socket: that is
-/// the user's explicit choice.
+/// The host given to mysql_real_connect(): an IPv6 address without its brackets. Always over
+/// TCP (MYSQL_OPT_PROTOCOL), "localhost" too, as Connector/C++ 1.1 did with its tcp:// URIs:
+/// libmariadb alone would take "localhost" to mean its default Unix socket.
 std::string server_host(const connection_config& config) {
     std::string host = config.host.empty() ? std::string("127.0.0.1") : config.host;
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
@@ -206,6 +206,8 @@ public:
         // statements) behind our back: a broken connection must surface as errc::connection.
         const my_bool reconnect = 0;
         mysql_optionsv(mysql, MYSQL_OPT_RECONNECT, &reconnect);
+        const unsigned int protocol = MYSQL_PROTOCOL_TCP;
+        mysql_optionsv(mysql, MYSQL_OPT_PROTOCOL, &protocol);
         if (config.purpose == session_purpose::lock_holder && !config.client_identity.empty()) {
             // Operators see which process holds a FOR UPDATE lock in
             // performance_schema.session_connect_attrs (when performance_schema is on).
@@ -237,9 +239,9 @@ public:
             if (config.purpose == session_purpose::lock_holder) {
                 run_text("SET SESSION autocommit = 0, tx_isolation = 'READ-COMMITTED'", nullptr);
                 m_autocommit_off = true;
-                // Operators (and tests) KILL a stuck holder by this id. The socket (TCP or Unix)
-                // lets usable() see a server that hung up (KILL, crash) without a round trip: a
-                // holder must learn that its lock ended before it acts on it again.
+                // Operators (and tests) KILL a stuck holder by this id. The socket lets usable()
+                // see a server that hung up (KILL, crash) without a round trip: a holder must
+                // learn that its lock ended before it acts on it again.
                 result id;
                 run_text("SELECT CONNECTION_ID()", &id);
                 if (!id.rows.empty() && !id.rows.front().empty() && id.rows.front().front())
