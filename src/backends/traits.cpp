@@ -38,7 +38,7 @@ constexpr backend_traits mysql_traits{
     .lock_files = false,
     .pools_lock_sessions = false, // lock sessions run with autocommit off
     .notifies_releases = false,
-    .waits_through_hook = false,
+    .waits_through_hook = true,       // MARIADB_OPT_IO_WAIT
     .queues_waiters_in_server = true, // GET_LOCK
     .queues_waiters_locally = false,
     .transactional_ddl = false, // DDL commits implicitly

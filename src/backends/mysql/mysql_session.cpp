@@ -9,6 +9,7 @@
 // and runs once, before the first connection (library_ready()).
 #include "backends/backend.hpp"
 #include "backends/module.hpp"
+#include "base/io_wait.hpp"
 #include "base/rows.hpp"
 #include "base/sql_text.hpp"
 
@@ -30,6 +31,7 @@
 #include <string>
 #include <string_view>
 #include <sys/socket.h>
+#include <system_error>
 #include <unistd.h>
 #include <utility>
 #include <vector>
@@ -137,6 +139,32 @@ bool library_ready() noexcept {
     return ready;
 }
 
+/// libmariadb's wait for its socket (MARIADB_OPT_IO_WAIT), called whenever a read, write or
+/// connect would block: through the wait hook (base/io_wait.hpp), so that on a fiber (an
+/// asynchronous acquire or release) it suspends the fiber instead of blocking the thread, and
+/// blocks in poll() as before otherwise. `timeout_ms` <= 0: no limit. Returns what the
+/// library's own poll() wait returns: 1 ready, 0 at the timeout (errno ETIMEDOUT), -1 failed.
+int wait_for_socket(my_socket fd, my_bool is_read, int timeout_ms) noexcept {
+    using clock = std::chrono::steady_clock;
+    const auto deadline = timeout_ms > 0 ? clock::now() + std::chrono::milliseconds(timeout_ms)
+                                         : clock::time_point::max();
+    const auto event = is_read ? io_wait::fd_event::readable : io_wait::fd_event::writable;
+    try {
+        // A statement in flight is read to its end, never cut short by a cancel (as on
+        // PostgreSQL): a wait in the server comes back within its step.
+        if (wait_for_fd(fd, event, deadline))
+            return 1;
+        errno = ETIMEDOUT;
+        return 0;
+    } catch (const std::system_error& e) {
+        errno = e.code().value();
+        return -1;
+    } catch (...) {
+        errno = EIO;
+        return -1;
+    }
+}
+
 struct connection_closer {
     void operator()(MYSQL* mysql) const noexcept { mysql_close(mysql); }
 };
@@ -208,6 +236,7 @@ public:
         mysql_optionsv(mysql, MYSQL_OPT_RECONNECT, &reconnect);
         const unsigned int protocol = MYSQL_PROTOCOL_TCP;
         mysql_optionsv(mysql, MYSQL_OPT_PROTOCOL, &protocol);
+        mysql_optionsv(mysql, MARIADB_OPT_IO_WAIT, &wait_for_socket);
         if (config.purpose == session_purpose::lock_holder && !config.client_identity.empty()) {
             // Operators see which process holds a FOR UPDATE lock in
             // performance_schema.session_connect_attrs (when performance_schema is on).
