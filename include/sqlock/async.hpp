@@ -67,12 +67,11 @@ class async_access;
 class lease_watchdog;
 } // namespace detail
 
-/// A bounded pool of threads that run the blocking parts of asynchronous lock operations: the
-/// statements of drivers without a non-blocking interface (MariaDB), and of any lock whose
-/// async_options::on_workers is set. PostgreSQL and SQLite locks do not use it otherwise: their
-/// acquires and releases run on fibers of the lock's executor, whose waits (libpq's
-/// non-blocking interface; SQLite's busy handler and waiter queue) suspend the fiber instead of
-/// blocking a thread (docs: guides/async.md). Acquires with
+/// A bounded pool of threads that run the acquires and releases of asynchronous locks whose
+/// async_options::on_workers is set. Other locks do not use it: their acquires and releases
+/// run on fibers of the lock's executor, whose waits (libpq's non-blocking interface, MariaDB
+/// Connector/C's socket-wait hook, SQLite's busy handler and waiter queue) suspend the fiber
+/// instead of blocking a thread (docs: guides/async.md). Acquires with
 /// time to wait first queue in their process's line for the lock (no thread: see async_mutex); a
 /// line's head, and a try, occupies one of its `size()` threads until it completes (granted, timed
 /// out, cancelled or failed); heads beyond that wait for a free thread, in the order they came.
@@ -106,11 +105,11 @@ private:
 struct async_options {
     /// The threads its blocking work runs on (default: the process-wide pool).
     async_workers workers{};
-    /// Run its acquires and releases on `workers` even where they could run on fibers of the
-    /// lock's executor (PostgreSQL, SQLite; MariaDB always uses `workers`). For SQLite on a
-    /// disk: a statement's own writes (a grant's commit and its fsync, milliseconds on a
-    /// disk) then never run on your I/O threads, at the cost of four thread hand-offs per
-    /// acquire and release; waits for other holders block a worker then, not a fiber.
+    /// Run its acquires and releases on `workers` instead of on fibers of the lock's executor.
+    /// For SQLite on a disk: a statement's own writes (a grant's commit and its fsync,
+    /// milliseconds on a disk) then never run on your I/O threads, at the cost of four thread
+    /// hand-offs per acquire and release; waits for other holders block a worker then, not a
+    /// fiber.
     bool on_workers = false;
 };
 
@@ -306,9 +305,9 @@ private:
 /// each, no thread: only its head asks the database, and only while this process's grants of
 /// the lock leave room (for a mutex: none held); the others wait for it, in order. A queued
 /// acquire completes at its deadline (empty guard) or at once when cancelled. Tries never
-/// queue. The head's work runs on a fiber of the lock's executor (PostgreSQL, SQLite: its waits
-/// suspend the fiber, no thread waits) or on the threads of async_options::workers (MariaDB,
-/// or async_options::on_workers).
+/// queue. The head's work runs on a fiber of the lock's executor (its waits suspend the fiber:
+/// no thread waits), or on the threads of async_options::workers with
+/// async_options::on_workers.
 ///
 /// Thread safety: all members may be called from any thread. Acquires in flight when this
 /// object is destroyed are cancelled; guards outlive it.

@@ -136,12 +136,6 @@ bool lease_strategy() {
     return test::strategy() != sqlock::strategy::select_for_update;
 }
 
-/// True where asynchronous acquires and releases run on fibers of the lock's executor
-/// (PostgreSQL, SQLite), false where they run on worker threads (MariaDB).
-bool on_fibers() {
-    return test::backend().kind != sqlock::backend_kind::mysql;
-}
-
 /// True when a sync semaphore of `permits` takes every permit of `name` at once (one
 /// attempt each), then gives them back: nothing of it is held elsewhere.
 bool semaphore_free_now(const std::string& name, std::int64_t permits) {
@@ -401,7 +395,7 @@ TEST_SUITE("async") {
     }
 
     TEST_CASE("a head waiting for a busy worker ends at its deadline, or at once when cancelled "
-              "(PostgreSQL, SQLite: no head waits for a worker, unless on_workers)") {
+              "(none does, unless on_workers)") {
         bool on_workers = false;
         SUBCASE("where the backend runs heads") {}
         SUBCASE("async_options::on_workers") {
@@ -431,7 +425,7 @@ TEST_SUITE("async") {
         auto result = waited.get_future().get();
         const auto took = std::chrono::steady_clock::now() - start;
         CHECK_FALSE(result.how.failed);
-        if (on_fibers() && !on_workers) {
+        if (!on_workers) {
             // Heads run on fibers of the executor: the busy worker holds up none.
             // The grant is the proof (the worker stays busy until holder.unlock() below); the
             // bound only says nothing else held it up: a fresh login alone took 560 ms under
@@ -447,9 +441,7 @@ TEST_SUITE("async") {
         CHECK(occupying.get_future().get().guard.owns_lock());
     }
 
-    TEST_CASE("PostgreSQL, SQLite: heads run on fibers of the lock's executor, never on a worker") {
-        if (!on_fibers())
-            return;
+    TEST_CASE("heads run on fibers of the lock's executor, never on a worker") {
         // One io thread, a pool of one busy-able worker, and many heads waiting in the server
         // at once: with workers they would take turns at the one thread (the last would time
         // out behind the first); on fibers they all wait side by side, and no thread starts.
@@ -951,16 +943,11 @@ TEST_SUITE("async") {
         CHECK(granted == names * per_name);
         CHECK(overlaps == 0);
         CHECK(out_of_order == 0);
-        // The watcher and the second io thread, the pool's acquire and release threads, its
-        // timer thread, and a few of sqlock's own (renewal, wake-ups): none per waiter.
-        CHECK(most_threads <= threads_before + 2 + 2 * sqlock::async_workers::default_size + 1 + 4);
-        if (on_fibers()) {
-            // Heads and releases run on fibers of the two io threads: no thread of the pool
-            // at all (acquire, release or timer); only the watcher, the second io thread and
-            // at most sqlock's fixed background threads (the lease keeper's, started on the
-            // first grant if no earlier test started them).
-            CHECK(most_threads <= threads_before + 2 + 2);
-        }
+        // Heads and releases run on fibers of the two io threads: no thread of the pool at all
+        // (acquire, release or timer); only the watcher, the second io thread and at most
+        // sqlock's fixed background threads (the lease keeper's, started on the first grant
+        // if no earlier test started them): none per waiter.
+        CHECK(most_threads <= threads_before + 2 + 2);
         if (server)
             CHECK(most_connections <= names);
     }
