@@ -214,16 +214,14 @@ enum class wait_result { freed, timed_out, failed };
 /// waits on): asks the kernel through `fd` whether a write lock is left on [start, start + len)
 /// every fiber_look, until none is or `until`.
 wait_result poll_free(int fd, off_t start, off_t len, steady_clock::time_point until) noexcept {
-    for (;;) {
-        const int held = conflicting(fd, F_RDLCK, start, len);
-        if (held == F_UNLCK)
-            return wait_result::freed;
-        if (held == -1)
-            return wait_result::failed;
-        const auto now = steady_clock::now();
-        if (now >= until || !pause_until(std::min(until, now + fiber_look)))
-            return wait_result::timed_out;
-    }
+    int held = F_WRLCK;
+    const auto answered = [&] {
+        held = conflicting(fd, F_RDLCK, start, len);
+        return held == F_UNLCK || held == -1; // free, or the kernel cannot tell
+    };
+    if (!poll_on_fiber(answered, until, fiber_look))
+        return wait_result::timed_out;
+    return held == F_UNLCK ? wait_result::freed : wait_result::failed;
 }
 
 /// Waits until no write lock is left on [start, start + len) of the queue file (open as `fd`

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <sqlite3.h>
 #include <sys/eventfd.h>
 #include <system_error>
@@ -24,6 +25,16 @@ using clock = std::chrono::steady_clock;
 /// millisecond or two), then at most 50 ms, so that a long wait costs few wakeups.
 clock::duration busy_pause(int count) noexcept {
     return std::chrono::milliseconds(std::min(1 << std::min(count, 6), 50));
+}
+
+/// A wait for the turn that could not be made (no eventfd, the executor refused the wait): an
+/// error of the backend, so that a release meeting it keeps its lease for the next lock() to
+/// give back, as for any failed release statement (nothing ran).
+[[noreturn]] void turn_wait_failed(const std::string& path, const std::string& why) {
+    throw error(errc::backend,
+                "sqlite: cannot wait for this process's turn on " + path + ": " + why +
+                    " (no statement ran)",
+                "sqlite");
 }
 
 } // namespace
@@ -80,7 +91,7 @@ void turn_gate::enter() {
     }
     me.fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (me.fd < 0)
-        throw std::system_error(errno, std::generic_category(), "eventfd");
+        turn_wait_failed(m_path, "eventfd: " + std::generic_category().message(errno));
     m_line.push_back(&me);
     struct closer {
         int fd;
@@ -93,12 +104,14 @@ void turn_gate::wait_on_fiber(std::unique_lock<std::mutex>& lock, waiter& me) {
     for (;;) {
         lock.unlock();
         io_wait::outcome how = io_wait::outcome::stopped;
-        std::exception_ptr failure;
+        std::optional<std::string> failure;
         try {
             how = current_io_wait()->wait_fd(me.fd, io_wait::fd_event::readable,
                                              clock::time_point::max(), true);
+        } catch (const std::exception& e) {
+            failure = e.what();
         } catch (...) {
-            failure = std::current_exception();
+            failure = "unknown failure";
         }
         lock.lock();
         if (me.granted)
@@ -107,7 +120,7 @@ void turn_gate::wait_on_fiber(std::unique_lock<std::mutex>& lock, waiter& me) {
             continue; // not written yet: look again
         std::erase(m_line, &me);
         if (failure)
-            std::rethrow_exception(failure);
+            turn_wait_failed(m_path, *failure);
         throw error(errc::timeout,
                     "sqlite: stopped while waiting for this process's turn on " + m_path +
                         " (the acquire was cancelled; no statement ran)",

@@ -60,8 +60,8 @@ public:
 
     /// Waits for the turn and takes it; turns are given in the order they were asked for. A
     /// thread blocks; a fiber waits for an eventfd of its own (made only when it must wait),
-    /// and throws error(errc::timeout) when its waiter is stopped first (nothing ran yet).
-    /// Throws std::system_error when no eventfd can be made.
+    /// and throws error(errc::timeout) when its waiter is stopped first (nothing ran yet), and
+    /// error(errc::backend) when it cannot wait (no eventfd).
     void enter();
     /// Gives the turn to the first in line, if any. Any thread may; never throws.
     void leave() noexcept;
