@@ -145,6 +145,10 @@ acquire_result async_acquire::attempt() noexcept {
             return {how::timed_out, nullptr, nullptr};
         return {how::granted, nullptr, std::move(grant)};
     } catch (...) {
+        // A cancel abandons a connect in flight (io_wait.hpp), which fails the attempt: the
+        // caller asked for no more than "cancelled" (nothing is held after a throw).
+        if (stop.stop_requested())
+            return {how::cancelled, nullptr, nullptr};
         return {how::failed, std::current_exception(), nullptr};
     }
 }

@@ -55,4 +55,27 @@ bool pause_for(std::chrono::steady_clock::duration d) {
     return pause_until(std::chrono::steady_clock::now() + d);
 }
 
+interruptible_waits::interruptible_waits() noexcept : m_inner(current_io_wait()) {
+    if (m_inner)
+        exchange_io_wait(this); // the fiber host carries it across the fiber's suspensions
+}
+
+interruptible_waits::~interruptible_waits() {
+    if (m_inner)
+        exchange_io_wait(m_inner);
+}
+
+io_wait::outcome interruptible_waits::wait_fd(int fd, fd_event event, time_point deadline,
+                                              bool /*interruptible*/) {
+    return m_inner->wait_fd(fd, event, deadline, true);
+}
+
+io_wait::outcome interruptible_waits::pause_until(time_point until) {
+    return m_inner->pause_until(until);
+}
+
+bool interruptible_waits::stop_requested() const noexcept {
+    return m_inner->stop_requested();
+}
+
 } // namespace sqlock::detail

@@ -52,6 +52,25 @@ bool pause_until(io_wait::time_point until);
 /// pause_until(now + d).
 bool pause_for(std::chrono::steady_clock::duration d);
 
+/// While it lives on a fiber, every socket wait of that fiber ends when its waiter is stopped,
+/// as if asked with `interruptible`: for a driver's connect, whose waits come through a
+/// callback that cannot say so (nothing is held yet, so a cancel may abandon it). Off a fiber
+/// it does nothing. Scoped to one fiber: made and destroyed on it, never moved.
+class interruptible_waits final : public io_wait {
+public:
+    interruptible_waits() noexcept;
+    ~interruptible_waits() override;
+    interruptible_waits(const interruptible_waits&) = delete;
+    interruptible_waits& operator=(const interruptible_waits&) = delete;
+
+    outcome wait_fd(int fd, fd_event event, time_point deadline, bool interruptible) override;
+    outcome pause_until(time_point until) override;
+    bool stop_requested() const noexcept override;
+
+private:
+    io_wait* m_inner; ///< the fiber's hook, or null off a fiber
+};
+
 /// True when the caller runs on a fiber whose waiter was stopped: a loop of interruptible
 /// waits (each of which now ends at once) must end too. Never throws.
 inline bool fiber_stopped() noexcept {

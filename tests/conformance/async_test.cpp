@@ -1,7 +1,12 @@
 // The asynchronous locks (sqlock/async.hpp) on every backend x strategy: grant, timed try,
 // cancellation (never a lock left held), loss cancelling the work it guards, fencing across
 // sync and async holders, and a grant that moves between threads.
+#include "async/fiber_host.hpp"
 #include "backend_fixture.hpp"
+#include "backends/module.hpp"
+#include "base/config.hpp"
+#include "base/statements.hpp"
+#include "silent_server.hpp"
 
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/bind_executor.hpp>
@@ -22,6 +27,8 @@
 #include <future>
 #include <mutex>
 #include <sqlock/async.hpp>
+#include <sqlock/error.hpp>
+#include <stop_token>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -392,6 +399,40 @@ TEST_SUITE("async") {
         CHECK(first.get_future().get().how.aborted);
         holder.unlock();
         CHECK(free_now(name));
+    }
+
+    TEST_CASE("a cancel abandons a connect in flight on a fiber (a server that never answers)") {
+        if (test::backend().kind == sqlock::backend_kind::sqlite)
+            return; // no server to connect to
+        // A head opens connections on its fiber (a queue seat, a pool short of sessions);
+        // nothing is held until one is made, so a cancel ends the connect at once instead of
+        // after connect_timeout.
+        using namespace sqlock::detail;
+        io_thread t;
+        const test::silent_server silent;
+        auto config = parse_url(silent.url());
+        config.connect_timeout = 20s;
+        const sql_catalog catalog([](statement) { return std::string_view{}; },
+                                  [](std::string_view text) { return std::string(text); });
+        const auto& backend = backend_for(test::backend().kind);
+        std::stop_source stop;
+        std::promise<std::string> failure;
+        run_on_fiber(t.io.get_executor(), stop.get_token(), [&] {
+            try {
+                backend.open_session(config, catalog);
+                failure.set_value("connected");
+            } catch (const sqlock::error& e) {
+                failure.set_value(e.code() == sqlock::errc::connection ? "connection error"
+                                                                       : e.what());
+            } catch (const std::exception& e) {
+                failure.set_value(e.what());
+            }
+        });
+        REQUIRE(test::eventually([&] { return silent.has_caller(); }, 10s));
+        const auto start = std::chrono::steady_clock::now();
+        stop.request_stop();
+        CHECK(failure.get_future().get() == "connection error");
+        CHECK(std::chrono::steady_clock::now() - start < 2s); // connect_timeout: 20 s
     }
 
     TEST_CASE("a head waiting for a busy worker ends at its deadline, or at once when cancelled "

@@ -4,6 +4,7 @@
 // plain listening socket of the test's own that never accepts: the kernel completes the
 // handshake, nobody replies).
 #include "backend_fixture.hpp"
+#include "silent_server.hpp"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -22,40 +23,6 @@ using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
 namespace {
-
-/// A TCP socket listening on 127.0.0.1 (port chosen by the kernel) that never accepts and
-/// never replies: a server that takes connections and does not answer them.
-class silent_server {
-public:
-    silent_server() {
-        m_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        REQUIRE(m_fd >= 0);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        addr.sin_port = 0;
-        REQUIRE(bind(m_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-        REQUIRE(listen(m_fd, 64) == 0);
-        socklen_t len = sizeof addr;
-        REQUIRE(getsockname(m_fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-        m_port = ntohs(addr.sin_port);
-    }
-    ~silent_server() { close(m_fd); }
-    silent_server(const silent_server&) = delete;
-    silent_server& operator=(const silent_server&) = delete;
-
-    /// A URL of the backend under test's scheme that leads here.
-    std::string url() const {
-        const char* scheme =
-            test::backend().kind == sqlock::backend_kind::mysql ? "mysql" : "postgresql";
-        return std::string(scheme) + "://lockuser:secret@127.0.0.1:" + std::to_string(m_port) +
-               "/lockdb";
-    }
-
-private:
-    int m_fd = -1;
-    int m_port = 0;
-};
 
 struct outcome {
     int status = -1;
@@ -154,7 +121,7 @@ TEST_SUITE("time_bounds") {
     TEST_CASE("run --wait 2s against a server that accepts but never answers: exit 75 within 3 s") {
         if (!server_backend())
             return; // SQLite has no server: the held-lock case above is its bound
-        const silent_server silent;
+        const test::silent_server silent;
         const auto o = run_cli({"--url", silent.url(), "run", test::unique_name("tb-silent"),
                                 "--strategy", strategy_arg(), "--wait", "2s", "--", "true"},
                                "silent");
@@ -170,7 +137,7 @@ TEST_SUITE("time_bounds") {
     TEST_CASE("run --wait 0 against a silent server: one try, exit 75 within 1 s") {
         if (!server_backend())
             return;
-        const silent_server silent;
+        const test::silent_server silent;
         const auto o = run_cli({"--url", silent.url(), "run", test::unique_name("tb-silent0"),
                                 "--strategy", strategy_arg(), "--wait", "0", "--", "true"},
                                "silent0");
@@ -184,7 +151,7 @@ TEST_SUITE("time_bounds") {
         "--connect-timeout 500ms against a silent server: honoured to the driver's resolution") {
         if (!server_backend())
             return;
-        const silent_server silent;
+        const test::silent_server silent;
         const auto o = run_cli({"--url", silent.url(), "--connect-timeout", "500ms", "reap"},
                                "connect-timeout");
         INFO(o.err);

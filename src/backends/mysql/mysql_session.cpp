@@ -151,7 +151,8 @@ int wait_for_socket(my_socket fd, my_bool is_read, int timeout_ms) noexcept {
     const auto event = is_read ? io_wait::fd_event::readable : io_wait::fd_event::writable;
     try {
         // A statement in flight is read to its end, never cut short by a cancel (as on
-        // PostgreSQL): a wait in the server comes back within its step.
+        // PostgreSQL): a wait in the server comes back within its step. A connect is
+        // (interruptible_waits): it ends here as a timeout.
         if (wait_for_fd(fd, event, deadline))
             return 1;
         errno = ETIMEDOUT;
@@ -245,11 +246,16 @@ public:
         }
         try {
             const std::string host = server_host(config);
-            if (!mysql_real_connect(mysql, host.c_str(), config.user.c_str(),
-                                    config.password.c_str(),
-                                    config.database.empty() ? nullptr : config.database.c_str(),
-                                    static_cast<unsigned int>(config.port > 0 ? config.port : 3306),
-                                    nullptr, CLIENT_MULTI_RESULTS))
+            bool connected = false;
+            {
+                const interruptible_waits cancellable; // a cancel abandons it ("timed out")
+                connected = mysql_real_connect(
+                                mysql, host.c_str(), config.user.c_str(), config.password.c_str(),
+                                config.database.empty() ? nullptr : config.database.c_str(),
+                                static_cast<unsigned int>(config.port > 0 ? config.port : 3306),
+                                nullptr, CLIENT_MULTI_RESULTS) != nullptr;
+            } // statements are read to their end
+            if (!connected)
                 throw_failure(mysql);
             m_connected = true;
             // The client library opens its socket without close-on-exec, so a command started

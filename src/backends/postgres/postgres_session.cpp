@@ -250,7 +250,8 @@ std::string connect_error_text(const PGconn* c) {
 /// (PQconnectStart, PQconnectPoll and poll()), bounded to the millisecond: a connect still in
 /// flight at its bound is abandoned. Throws std::runtime_error with libpq's text ("connection
 /// to server at ... failed: ...", one such line per host; "timeout expired" for a host that
-/// did not finish in time) when no host gave a connection that accepts writes.
+/// did not finish in time) when no host gave a connection that accepts writes, and at once
+/// when the caller is a fiber whose call was cancelled (io_wait.hpp's fiber_stopped).
 pg_conn_ptr connect_bounded(const connection_config& config) {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
@@ -299,16 +300,20 @@ pg_conn_ptr connect_bounded(const connection_config& config) {
             }
             bool ready = false;
             try {
-                // poll() on this thread, or a fiber's wait (io_wait.hpp)
+                // poll() on this thread, or a fiber's wait (io_wait.hpp), which a cancel of
+                // the fiber's call ends: nothing is held yet, so the connect is abandoned.
                 ready = wait_for_fd(PQsocket(c.get()),
                                     polled == PGRES_POLLING_READING ? io_wait::fd_event::readable
                                                                     : io_wait::fd_event::writable,
-                                    end);
+                                    end, /*interruptible=*/true);
             } catch (const std::system_error& e) {
                 failures += "connection to server at \"" + host.host +
                             "\" failed: poll: " + std::to_string(e.code().value()) + "\n";
                 break;
             }
+            if (!ready && fiber_stopped())
+                throw std::runtime_error(failures + "connection to server at \"" + host.host +
+                                         "\" abandoned: the waiting call was cancelled\n");
             if (ready)
                 polled = PQconnectPoll(c.get());
         }
