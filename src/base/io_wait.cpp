@@ -55,7 +55,8 @@ bool pause_for(std::chrono::steady_clock::duration d) {
     return pause_until(std::chrono::steady_clock::now() + d);
 }
 
-interruptible_waits::interruptible_waits() noexcept : m_inner(current_io_wait()) {
+interruptible_waits::interruptible_waits(bool active) noexcept
+    : m_inner(active ? current_io_wait() : nullptr) {
     if (m_inner)
         exchange_io_wait(this); // the fiber host carries it across the fiber's suspensions
 }

@@ -55,10 +55,11 @@ bool pause_for(std::chrono::steady_clock::duration d);
 /// While it lives on a fiber, every socket wait of that fiber ends when its waiter is stopped,
 /// as if asked with `interruptible`: for a driver's connect, whose waits come through a
 /// callback that cannot say so (nothing is held yet, so a cancel may abandon it). Off a fiber
-/// it does nothing. Scoped to one fiber: made and destroyed on it, never moved.
+/// it does nothing, and so it does when `active` is false. Scoped to one fiber: made and
+/// destroyed on it, never moved.
 class interruptible_waits final : public io_wait {
 public:
-    interruptible_waits() noexcept;
+    explicit interruptible_waits(bool active = true) noexcept;
     ~interruptible_waits() override;
     interruptible_waits(const interruptible_waits&) = delete;
     interruptible_waits& operator=(const interruptible_waits&) = delete;
@@ -68,7 +69,7 @@ public:
     bool stop_requested() const noexcept override;
 
 private:
-    io_wait* m_inner; ///< the fiber's hook, or null off a fiber
+    io_wait* m_inner; ///< the fiber's hook, or null off a fiber (or when not active)
 };
 
 /// True when the caller runs on a fiber whose waiter was stopped: a loop of interruptible

@@ -41,6 +41,7 @@ bool same_as_remembered(const param& p, const std::optional<std::string>& stored
 
 thread_local std::optional<std::chrono::milliseconds> t_busy_wait_limit;
 thread_local std::optional<std::chrono::steady_clock::time_point> t_connect_deadline;
+thread_local bool t_finish_connects = false;
 
 } // namespace
 
@@ -70,10 +71,23 @@ std::optional<std::chrono::steady_clock::time_point> connect_deadline::current()
     return t_connect_deadline;
 }
 
+finish_connects::finish_connects() noexcept : m_outer(t_finish_connects) {
+    t_finish_connects = true;
+}
+
+finish_connects::~finish_connects() {
+    t_finish_connects = m_outer;
+}
+
+bool finish_connects::current() noexcept {
+    return t_finish_connects;
+}
+
 wait_scopes exchange_wait_scopes(const wait_scopes& next) noexcept {
-    wait_scopes previous{t_busy_wait_limit, t_connect_deadline};
+    wait_scopes previous{t_busy_wait_limit, t_connect_deadline, t_finish_connects};
     t_busy_wait_limit = next.busy_wait_limit;
     t_connect_deadline = next.connect_deadline;
+    t_finish_connects = next.finish_connects;
     return previous;
 }
 

@@ -88,12 +88,31 @@ private:
     std::optional<std::chrono::steady_clock::time_point> m_outer;
 };
 
-/// The calling thread's busy_wait_limit and connect_deadline scopes, as a fiber host carries
-/// them: a fiber that waits keeps its scopes while other fibers run on its thread, and takes
-/// them to whichever thread resumes it.
+/// While alive, connections this thread (or fiber) opens are made to their end even when the
+/// fiber's call is cancelled; otherwise a cancel abandons a connect in flight (io_wait.hpp),
+/// since nothing is held before a connection exists. For reading back what an acquire whose
+/// reply was lost did: a grant may exist that only that read can find, and give back. Scopes
+/// nest.
+class finish_connects {
+public:
+    finish_connects() noexcept;
+    ~finish_connects();
+    finish_connects(const finish_connects&) = delete;
+    finish_connects& operator=(const finish_connects&) = delete;
+    /// True inside a scope: a connect must not be abandoned on a cancel.
+    static bool current() noexcept;
+
+private:
+    bool m_outer;
+};
+
+/// The calling thread's busy_wait_limit, connect_deadline and finish_connects scopes, as a
+/// fiber host carries them: a fiber that waits keeps its scopes while other fibers run on its
+/// thread, and takes them to whichever thread resumes it.
 struct wait_scopes {
     std::optional<std::chrono::milliseconds> busy_wait_limit;
     std::optional<std::chrono::steady_clock::time_point> connect_deadline;
+    bool finish_connects = false;
 };
 
 /// Installs `next` as the calling thread's scopes and returns the ones it had. Never throws.

@@ -24,6 +24,7 @@
 // lock: a lost seat costs time, never safety.
 #include "base/owner.hpp"
 #include "base/rows.hpp"
+#include "base/session.hpp"
 #include "strategies/queue_seat.hpp"
 
 namespace sqlock::detail {
@@ -157,7 +158,9 @@ public:
                 throw;
             // Reply lost: read the row by owner. Ours means granted, by this attempt or (a
             // statement the server finished after its connection died) an earlier one: renewed
-            // rather than timed from `sent`.
+            // rather than timed from `sent`. A cancel does not abandon the read's connect: a
+            // grant it finds is given back.
+            const finish_connects to_the_end;
             token = confirmed_by_read(db, req);
             if (!token)
                 throw;

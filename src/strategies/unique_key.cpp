@@ -28,6 +28,7 @@
 // PostgreSQL: woken by LISTEN/NOTIFY).
 #include "base/owner.hpp"
 #include "base/rows.hpp"
+#include "base/session.hpp"
 #include "strategies/queue_seat.hpp"
 
 namespace sqlock::detail {
@@ -228,6 +229,7 @@ private:
             // reading the row back would only be refused too).
             if (e.code() != errc::connection || is_server_full(e))
                 throw;
+            const finish_connects to_the_end; // a grant it finds is given back if cancelled
             const auto row = inspect(db, req.name);
             // Ours, and newer than any earlier grant of this mutex: this attempt's grant, or
             // an earlier attempt's whose reply was lost too (its lease may have started long

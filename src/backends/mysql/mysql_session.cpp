@@ -248,7 +248,8 @@ public:
             const std::string host = server_host(config);
             bool connected = false;
             {
-                const interruptible_waits cancellable; // a cancel abandons it ("timed out")
+                // A cancel abandons it ("timed out"), unless its caller must finish it.
+                const interruptible_waits cancellable(!finish_connects::current());
                 connected = mysql_real_connect(
                                 mysql, host.c_str(), config.user.c_str(), config.password.c_str(),
                                 config.database.empty() ? nullptr : config.database.c_str(),

@@ -251,12 +251,14 @@ std::string connect_error_text(const PGconn* c) {
 /// flight at its bound is abandoned. Throws std::runtime_error with libpq's text ("connection
 /// to server at ... failed: ...", one such line per host; "timeout expired" for a host that
 /// did not finish in time) when no host gave a connection that accepts writes, and at once
-/// when the caller is a fiber whose call was cancelled (io_wait.hpp's fiber_stopped).
+/// when the caller is a fiber whose call was cancelled (io_wait.hpp's fiber_stopped) outside
+/// a finish_connects scope.
 pg_conn_ptr connect_bounded(const connection_config& config) {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
     const auto budget = connect_budget(config.connect_timeout);
     const auto all_end = start + budget;
+    const bool cancellable = !finish_connects::current();
     // One host (or libpq's defaults: none given) is one attempt with the conninfo as it is.
     std::vector<endpoint> hosts = config.endpoints;
     const bool several = hosts.size() > 1;
@@ -301,17 +303,18 @@ pg_conn_ptr connect_bounded(const connection_config& config) {
             bool ready = false;
             try {
                 // poll() on this thread, or a fiber's wait (io_wait.hpp), which a cancel of
-                // the fiber's call ends: nothing is held yet, so the connect is abandoned.
+                // the fiber's call ends (nothing is held yet, so the connect is abandoned)
+                // unless the caller must finish it.
                 ready = wait_for_fd(PQsocket(c.get()),
                                     polled == PGRES_POLLING_READING ? io_wait::fd_event::readable
                                                                     : io_wait::fd_event::writable,
-                                    end, /*interruptible=*/true);
+                                    end, cancellable);
             } catch (const std::system_error& e) {
                 failures += "connection to server at \"" + host.host +
                             "\" failed: poll: " + std::to_string(e.code().value()) + "\n";
                 break;
             }
-            if (!ready && fiber_stopped())
+            if (!ready && cancellable && fiber_stopped())
                 throw std::runtime_error(failures + "connection to server at \"" + host.host +
                                          "\" abandoned: the waiting call was cancelled\n");
             if (ready)
