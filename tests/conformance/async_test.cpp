@@ -679,7 +679,11 @@ TEST_SUITE("async") {
             return;
         io_thread t;
         const auto name = unique_name("async-lost");
-        auto options = test::opts(900ms);
+        // The loss is seen at the next renewal (TTL / 3); the lease would be "about to end"
+        // only after TTL - stop bound without one: a wide gap, even for a renewal delayed
+        // under a sanitizer (with 900 ms, TSan's once came too late and the work was stopped
+        // for the lease's end instead).
+        auto options = test::opts(3s);
         options.renew = true;
         sqlock::async_mutex m(t.io.get_executor(), db(), name, options);
         auto guard = m.async_lock(future_on(t.io)).get();
@@ -799,7 +803,11 @@ TEST_SUITE("async") {
             return; // as for the mutex: released from outside only where that is possible
         io_thread t;
         const auto name = unique_name("async-sem-lost");
-        auto options = test::opts(900ms);
+        // The loss is seen at the next renewal (TTL / 3); the lease would be "about to end"
+        // only after TTL - stop bound without one: a wide gap, even for a renewal delayed
+        // under a sanitizer (with 900 ms, TSan's once came too late and the work was stopped
+        // for the lease's end instead).
+        auto options = test::opts(3s);
         options.renew = true;
         sqlock::async_semaphore s(t.io.get_executor(), db(), name, 1, options);
         auto guard = s.async_acquire(future_on(t.io)).get();
