@@ -31,8 +31,14 @@ const char* strategy_name() {
     return "unique_key";
 }
 
-/// Runs the CLI, returns (exit status, stdout).
-std::pair<int, std::string> cli(const std::vector<std::string>& args) {
+/// What one CLI run printed, and how it ended.
+struct cli_run {
+    int status = -1;
+    std::string out, err;
+};
+
+/// Runs the CLI with the test database's URL.
+cli_run run_cli(const std::vector<std::string>& args) {
     static std::atomic<int> counter{0};
     const auto out = test::backend().scratch_dir + "/truth-out-" + std::to_string(::getpid()) +
                      "-" + std::to_string(++counter);
@@ -40,7 +46,13 @@ std::pair<int, std::string> cli(const std::vector<std::string>& args) {
     argv.insert(argv.end(), args.begin(), args.end());
     const pid_t p = test::spawn(argv, {"SQLOCK_URL=" + test::backend().url}, out, out + ".err");
     const int status = test::wait_exit(p);
-    return {status, test::read_file(out)};
+    return {status, test::read_file(out), test::read_file(out + ".err")};
+}
+
+/// Runs the CLI, returns (exit status, stdout).
+std::pair<int, std::string> cli(const std::vector<std::string>& args) {
+    auto r = run_cli(args);
+    return {r.status, std::move(r.out)};
 }
 
 /// `sqlock run NAME --strategy S --wait 0 -- true` on a lock that should be free: its exit
@@ -49,19 +61,13 @@ std::pair<int, std::string> cli(const std::vector<std::string>& args) {
 /// time") says nothing of the lock: it is run again, up to 5 times. Refused for a holder, it is
 /// not.
 int run_wait0(const std::string& name, const std::string& strategy) {
-    static std::atomic<int> counter{0};
     for (int attempt = 0;; ++attempt) {
-        const auto err = test::backend().scratch_dir + "/truth-run-" + std::to_string(::getpid()) +
-                         "-" + std::to_string(++counter) + ".err";
-        const pid_t p = test::spawn(
-            {test::cli_path(), "run", name, "--strategy", strategy, "--wait", "0", "--", "true"},
-            {"SQLOCK_URL=" + test::backend().url}, "/dev/null", err);
-        const int status = test::wait_exit(p);
+        const auto r = run_cli({"run", name, "--strategy", strategy, "--wait", "0", "--", "true"});
         const bool slow_login =
-            status == 75 && test::read_file(err).find("did not answer new connections in time") !=
-                                std::string::npos;
+            r.status == 75 &&
+            r.err.find("did not answer new connections in time") != std::string::npos;
         if (!slow_login || attempt == 4)
-            return status;
+            return r.status;
     }
 }
 

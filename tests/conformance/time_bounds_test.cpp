@@ -6,15 +6,12 @@
 #include "backend_fixture.hpp"
 #include "silent_server.hpp"
 
-#include <arpa/inet.h>
 #include <cerrno>
 #include <chrono>
 #include <doctest/doctest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
 #include <string>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
